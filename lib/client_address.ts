@@ -1,0 +1,52 @@
+/**
+ * Choosing the address a request is attributed to, honouring forwarding
+ * headers only when they were set by a proxy we trust.
+ *
+ * @module
+ */
+
+import { type Cidr, cidrContains, formatIp, parseIp } from "./ip.ts";
+
+/**
+ * Decides which address a request is counted and recorded under.
+ *
+ * `peer` is the TCP peer's hostname as Deno reports it. Only when the peer
+ * lies inside one of `trusted` is a forwarded address considered: `X-Real-IP`
+ * if present, otherwise the rightmost non-empty `X-Forwarded-For` entry (the
+ * one our proxy appended; entries further left are client-controlled). A
+ * candidate that is not a valid address falls back to the peer, so a broken
+ * or hostile header can never yield an empty or arbitrary key.
+ *
+ * The result is canonical (see {@linkcode formatIp}; IPv4-mapped IPv6
+ * becomes IPv4). It is never empty and this function never throws.
+ */
+export function clientAddress(peer: string, headers: Headers, trusted: readonly Cidr[]): string {
+  const peerIp = parseIp(peer);
+  if (peerIp === null) {
+    const text = typeof peer === "string" ? peer.trim() : "";
+    return text === "" ? "unknown" : text;
+  }
+  if (!trusted.some((cidr) => cidrContains(cidr, peerIp))) return formatIp(peerIp);
+  const candidate = forwardedCandidate(headers);
+  const client = candidate === null ? null : parseIp(candidate);
+  return formatIp(client ?? peerIp);
+}
+
+/** The address a trusted proxy claims for the client, unparsed, if any. */
+function forwardedCandidate(headers: Headers): string | null {
+  // Repeated X-Real-IP headers arrive joined as "a, b" and then fail to parse,
+  // which is intended: a proxy sends exactly one.
+  const realIp = headers.get("x-real-ip");
+  if (realIp !== null) return realIp;
+  const forwardedFor = headers.get("x-forwarded-for");
+  if (forwardedFor === null) return null;
+  // Scan from the right so a long client-supplied prefix costs nothing.
+  let end = forwardedFor.length;
+  while (end > 0) {
+    const comma = forwardedFor.lastIndexOf(",", end - 1);
+    const entry = forwardedFor.slice(comma + 1, end).trim();
+    if (entry !== "") return entry;
+    end = comma < 0 ? 0 : comma;
+  }
+  return null;
+}

@@ -1,0 +1,175 @@
+/**
+ * Settings: read from an environment-like record, validated once at start-up.
+ *
+ * @module
+ */
+import { type Cidr, parseCidr } from "./ip.ts";
+
+/** Every setting contactd reads, in the order the docs list them. */
+export const SETTING_NAMES = [
+  "MESSENGER_BOT_TOKEN",
+  "MESSENGER_CHAT_ID",
+  "MESSAGES_FILE",
+  "HOST",
+  "PORT",
+  "MESSENGER_API_URL",
+  "TRUSTED_PROXIES",
+  "MESSENGER_TIMEOUT_MS",
+] as const;
+
+/** One of {@linkcode SETTING_NAMES}. */
+export type SettingName = typeof SETTING_NAMES[number];
+
+/** Default values of the optional settings. */
+export const DEFAULTS = {
+  MESSAGES_FILE: "messages.jsonl",
+  HOST: "127.0.0.1",
+  PORT: "8787",
+  MESSENGER_API_URL: "https://api.telegram.org",
+  TRUSTED_PROXIES: "127.0.0.1/8,::1",
+  MESSENGER_TIMEOUT_MS: "10000",
+} as const;
+
+/** The bot credential and chat, present only when both are set. */
+export interface Messenger {
+  /** Bot token, `<digits>:<chars>`. Never logged. */
+  readonly token: string;
+  /** Numeric chat id; negative for groups. */
+  readonly chatId: number;
+}
+
+/** Validated configuration. */
+export interface Config {
+  /** `undefined` while the token or chat id is unset: the service runs, unconfigured. */
+  readonly messenger: Messenger | undefined;
+  readonly messagesFile: string;
+  readonly host: string;
+  readonly port: number;
+  /** Bot API base without a trailing slash. */
+  readonly apiUrl: string;
+  /** Peers whose `X-Real-IP`/`X-Forwarded-For` are believed; empty when set to `none`. */
+  readonly trustedProxies: readonly Cidr[];
+  /** Time limit of one Bot API call. */
+  readonly timeoutMs: number;
+}
+
+/** A setting that is present but malformed. The message names the setting and fits one line. */
+export class ConfigError extends Error {
+  /** The offending setting. */
+  readonly setting: SettingName;
+  /** Builds the error for `setting`. */
+  constructor(setting: SettingName, message: string) {
+    super(message);
+    this.name = "ConfigError";
+    this.setting = setting;
+  }
+}
+
+const TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/;
+const INTEGER = /^-?\d{1,16}$/;
+
+/**
+ * Validates settings. Unset or empty values take their defaults; unset token or chat id
+ * leave the service unconfigured. Anything present but malformed throws {@linkcode ConfigError}.
+ */
+export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
+  const get = (name: SettingName): string | undefined => {
+    const value = env[name]?.trim();
+    return value === "" ? undefined : value;
+  };
+
+  const token = get("MESSENGER_BOT_TOKEN");
+  if (token !== undefined && !TOKEN.test(token)) {
+    // Never echo the value: it is a secret, even when malformed.
+    throw new ConfigError(
+      "MESSENGER_BOT_TOKEN",
+      `"MESSENGER_BOT_TOKEN" must look like <digits>:<letters, digits, _ or ->`,
+    );
+  }
+  const chatText = get("MESSENGER_CHAT_ID");
+  const chatId = chatText === undefined ? undefined : Number(chatText);
+  if (
+    chatText !== undefined &&
+    (!INTEGER.test(chatText) || !Number.isSafeInteger(chatId) || chatId === 0)
+  ) {
+    throw new ConfigError("MESSENGER_CHAT_ID", `"MESSENGER_CHAT_ID" must be a non-zero integer`);
+  }
+
+  const portText = get("PORT") ?? DEFAULTS.PORT;
+  const port = Number(portText);
+  if (!/^\d{1,5}$/.test(portText) || port < 1 || port > 65535) {
+    throw new ConfigError("PORT", `"PORT" must be a port number between 1 and 65535`);
+  }
+
+  const host = get("HOST") ?? DEFAULTS.HOST;
+  if (!/^[A-Za-z0-9.:-]{1,253}$/.test(host)) {
+    throw new ConfigError("HOST", `"HOST" must be an IP address or host name`);
+  }
+
+  const messagesFile = get("MESSAGES_FILE") ?? DEFAULTS.MESSAGES_FILE;
+  if (messagesFile.includes("\0") || messagesFile.includes(",")) {
+    // A comma would split the --allow-write list that the launcher derives from this path.
+    throw new ConfigError("MESSAGES_FILE", `"MESSAGES_FILE" must be a path without "," or NUL`);
+  }
+
+  return {
+    messenger: token !== undefined && chatId !== undefined ? { token, chatId } : undefined,
+    messagesFile,
+    host,
+    port,
+    apiUrl: parseApiUrl(get("MESSENGER_API_URL") ?? DEFAULTS.MESSENGER_API_URL),
+    trustedProxies: parseTrustedProxies(get("TRUSTED_PROXIES") ?? DEFAULTS.TRUSTED_PROXIES),
+    timeoutMs: parseTimeout(get("MESSENGER_TIMEOUT_MS") ?? DEFAULTS.MESSENGER_TIMEOUT_MS),
+  };
+}
+
+function parseApiUrl(text: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (
+    url === undefined || (url.protocol !== "https:" && url.protocol !== "http:") ||
+    url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== ""
+  ) {
+    throw new ConfigError(
+      "MESSENGER_API_URL",
+      `"MESSENGER_API_URL" must be an http(s) URL without credentials, query or fragment`,
+    );
+  }
+  return url.href.replace(/\/+$/, "");
+}
+
+function parseTimeout(text: string): number {
+  const ms = Number(text);
+  if (!/^\d{1,6}$/.test(text) || ms < 100 || ms > 120_000) {
+    throw new ConfigError(
+      "MESSENGER_TIMEOUT_MS",
+      `"MESSENGER_TIMEOUT_MS" must be a whole number of milliseconds between 100 and 120000`,
+    );
+  }
+  return ms;
+}
+
+function parseTrustedProxies(text: string): Cidr[] {
+  // "none": a service exposed without a proxy believes no forwarded header at all.
+  if (text.toLowerCase() === "none") return [];
+  const result: Cidr[] = [];
+  for (const item of text.split(",")) {
+    const trimmed = item.trim();
+    if (trimmed === "") continue;
+    const cidr = parseCidr(trimmed);
+    if (cidr === null) {
+      throw new ConfigError(
+        "TRUSTED_PROXIES",
+        `"TRUSTED_PROXIES" must be a comma list of IP addresses or CIDRs; "${
+          trimmed.slice(0, 60)
+        }" is neither`,
+      );
+    }
+    result.push(cidr);
+  }
+  return result;
+}

@@ -1,0 +1,41 @@
+/**
+ * Structured logs: one JSON object per line, secrets redacted from the whole line.
+ *
+ * @module
+ */
+import { redact } from "./redact.ts";
+
+/** Severity; `error` and `warn` go to stderr. */
+export type LogLevel = "info" | "warn" | "error";
+
+/** What a log line may carry. Never message text, name, contact or token. */
+export interface LogFields {
+  /** Short machine name of what happened, e.g. `contact`. */
+  readonly event: string;
+  readonly [key: string]: string | number | boolean | null | undefined;
+}
+
+/** Writes one structured log line. */
+export type Logger = (level: LogLevel, fields: LogFields) => void;
+
+/**
+ * Builds a logger. `write` receives whole lines (with `\n`); `secrets` are redacted from them,
+ * so even an error text that quotes a request URL cannot leak the token.
+ */
+export function createLogger(
+  write: (line: string, level: LogLevel) => void,
+  now: () => Date,
+  secrets: readonly string[] = [],
+): Logger {
+  return (level, fields) => {
+    let line = JSON.stringify({ time: now().toISOString(), level, ...fields });
+    for (const secret of secrets) line = redact(line, secret);
+    write(line + "\n", level);
+  };
+}
+
+/** Describes an unknown thrown value for a log line (name and message only, redacted later). */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`.slice(0, 500);
+  return String(error).slice(0, 500);
+}

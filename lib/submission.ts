@@ -1,0 +1,125 @@
+/**
+ * The contact form's payload: decoding, the honeypot, and field validation.
+ *
+ * @module
+ */
+import type { ErrorCode } from "./errors.ts";
+
+/** Limits in Unicode code points, as the reference deployment counts characters. */
+export const LIMITS = { name: 200, contact: 200, message: 4000 } as const;
+
+/** A validated submission: trimmed, cleaned, within the limits. */
+export interface Submission {
+  /** Sender's name; may be empty (the form is anonymous). */
+  readonly name: string;
+  /** How to reach the sender; may be empty. */
+  readonly contact: string;
+  /** Message body; never empty. */
+  readonly message: string;
+}
+
+/** Why a payload was refused. */
+export interface Invalid {
+  readonly kind: "invalid";
+  readonly code: ErrorCode;
+  readonly field?: string;
+  readonly message?: string;
+}
+
+/** Outcome of reading a payload. */
+export type SubmissionResult =
+  | { readonly kind: "valid"; readonly submission: Submission }
+  | { readonly kind: "honeypot" }
+  | Invalid;
+
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/** Decodes UTF-8 (strictly) and parses JSON; never throws. */
+export function decodeJson(
+  bytes: Uint8Array,
+): { readonly ok: true; readonly value: unknown } | Invalid {
+  let text: string;
+  try {
+    text = decoder.decode(bytes);
+  } catch {
+    return { kind: "invalid", code: "invalid_encoding" };
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    // Also covers RangeError from absurd nesting: a 400, not a crash.
+    return { kind: "invalid", code: "invalid_json" };
+  }
+}
+
+/** True when the honeypot `website` holds anything but null or a blank string. */
+export function isHoneypotHit(value: unknown): boolean {
+  if (!isPlainObject(value) || !Object.hasOwn(value, "website")) return false;
+  const website = value.website;
+  if (website === null || website === undefined) return false;
+  return typeof website !== "string" || website.trim() !== "";
+}
+
+/**
+ * Applies the honeypot, then validates `name`, `contact` and `message` in that order.
+ * Absent or null fields are empty; unknown fields are ignored.
+ */
+export function parseSubmission(value: unknown): SubmissionResult {
+  if (!isPlainObject(value)) return { kind: "invalid", code: "invalid_body" };
+  // The honeypot comes first: a bot with over-long fields still sees success.
+  if (isHoneypotHit(value)) return { kind: "honeypot" };
+
+  const fields: Record<keyof Submission, string> = { name: "", contact: "", message: "" };
+  for (const field of ["name", "contact", "message"] as const) {
+    const raw = Object.hasOwn(value, field) ? value[field] : undefined;
+    if (raw === undefined || raw === null) continue;
+    if (typeof raw !== "string") {
+      return { kind: "invalid", code: "field_type", field, message: `${field} must be a string.` };
+    }
+    const cleaned = field === "message" ? cleanMultiLine(raw) : cleanSingleLine(raw);
+    if (codePointLength(cleaned) > LIMITS[field]) {
+      return {
+        kind: "invalid",
+        code: "field_too_long",
+        field,
+        message: `${field} must be at most ${LIMITS[field]} characters.`,
+      };
+    }
+    fields[field] = cleaned;
+  }
+  if (fields.message === "") {
+    return {
+      kind: "invalid",
+      code: "field_required",
+      field: "message",
+      message: "message is required.",
+    };
+  }
+  return { kind: "valid", submission: fields };
+}
+
+/** Counts Unicode code points; a lone surrogate counts as one. */
+export function codePointLength(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
+// Control characters, line/paragraph separators and bidi controls could fake or reorder the
+// header lines of the notification, so single-line fields lose them.
+const SINGLE_LINE_UNSAFE = /[\p{Cc}\u2028\u2029\u200E\u200F\u202A-\u202E\u2066-\u2069\u061C]/gu;
+// The message keeps line breaks and tabs; other control characters (NUL, escapes) go.
+// deno-lint-ignore no-control-regex -- matching control characters is the point
+const MULTI_LINE_UNSAFE = /[\0-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]/g;
+
+function cleanSingleLine(text: string): string {
+  return text.toWellFormed().replace(SINGLE_LINE_UNSAFE, " ").trim();
+}
+
+function cleanMultiLine(text: string): string {
+  return text.toWellFormed().replace(/\r\n?/g, "\n").replace(MULTI_LINE_UNSAFE, "").trim();
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

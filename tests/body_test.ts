@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { BODY_LIMIT, readBody } from "../lib/body.ts";
+
+function streamOf(chunks: Uint8Array[], pulled: { count: number }): ReadableStream<Uint8Array> {
+  let index = 0;
+  return new ReadableStream({
+    pull(controller) {
+      const chunk = chunks[index++];
+      if (chunk === undefined) return controller.close();
+      pulled.count++;
+      controller.enqueue(chunk);
+    },
+  }, { highWaterMark: 0 }); // pull only when read, so tests can count reads
+}
+
+Deno.test("readBody returns a body of exactly 16384 bytes", async () => {
+  const request = new Request("http://x/", { method: "POST", body: new Uint8Array(BODY_LIMIT) });
+  const result = await readBody(request);
+  assert.ok(result.ok);
+  assert.equal(result.bytes.byteLength, BODY_LIMIT);
+});
+
+Deno.test("readBody refuses a declared Content-Length over the limit without reading", async () => {
+  const pulled = { count: 0 };
+  const request = new Request("http://x/", {
+    method: "POST",
+    body: streamOf([new Uint8Array(10)], pulled),
+    headers: { "content-length": String(BODY_LIMIT + 1) },
+  });
+  assert.deepEqual(await readBody(request), { ok: false, reason: "too_large" });
+  assert.equal(pulled.count, 0);
+});
+
+Deno.test("readBody stops a chunked body one chunk past the limit", async () => {
+  const pulled = { count: 0 };
+  const chunks = Array.from({ length: 100 }, () => new Uint8Array(1000));
+  const request = new Request("http://x/", { method: "POST", body: streamOf(chunks, pulled) });
+  assert.deepEqual(await readBody(request), { ok: false, reason: "too_large" });
+  assert.ok(pulled.count <= 18, `pulled ${pulled.count} chunks`);
+});
+
+Deno.test("readBody joins chunks in order and treats a missing body as empty", async () => {
+  const pulled = { count: 0 };
+  const request = new Request("http://x/", {
+    method: "POST",
+    body: streamOf([new Uint8Array([1, 2]), new Uint8Array([3])], pulled),
+  });
+  const result = await readBody(request);
+  assert.ok(result.ok);
+  assert.deepEqual([...result.bytes], [1, 2, 3]);
+  const empty = await readBody(new Request("http://x/", { method: "POST" }));
+  assert.ok(empty.ok);
+  assert.equal(empty.bytes.byteLength, 0);
+});

@@ -1,0 +1,203 @@
+/**
+ * End to end: the real service process, the real HTTP stack, a fake Bot API on loopback.
+ */
+import assert from "node:assert/strict";
+import { type FakeBotApi, startFakeBotApi, tooManyRequests } from "./fake_bot_api.ts";
+import { freePort, runToExit, type Service, startService } from "./service.ts";
+
+const TOKEN = "123456789:AAE_secret-token-value";
+const CHAT_ID = -1001234567890;
+
+async function withService(
+  settings: Record<string, string>,
+  run: (service: Service, fake: FakeBotApi) => Promise<void>,
+) {
+  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+  const service = await startService({
+    MESSENGER_BOT_TOKEN: TOKEN,
+    MESSENGER_CHAT_ID: String(CHAT_ID),
+    MESSENGER_API_URL: fake.url,
+    ...settings,
+  });
+  try {
+    await run(service, fake);
+    assert.equal(await service.stop(), 0);
+    assertNoTokenLeak(service, await Deno.readTextFile(service.file).catch(() => ""));
+  } finally {
+    await service.stop();
+    await fake.close();
+    await Deno.remove(service.dir, { recursive: true });
+  }
+}
+
+function assertNoTokenLeak(service: Service, ...texts: string[]) {
+  for (const text of [...service.stdout, ...service.stderr, ...texts]) {
+    assert.ok(!text.includes(TOKEN) && !text.includes("AAE_secret"), `token leaked in: ${text}`);
+  }
+  service.logs(); // every line is JSON
+}
+
+Deno.test("e2e: a submission is delivered, recorded with mode 0600 and answered 200", async () => {
+  await withService({}, async (service, fake) => {
+    const response = await service.post(
+      { name: "Ann <3", contact: "@ann", message: "Hello *there* <b>x</b>" },
+      "203.0.113.7",
+    );
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), '{"ok":true}');
+    assert.equal(fake.calls.length, 1);
+    const call = fake.calls[0]!;
+    assert.equal(call.method, "sendMessage");
+    assert.equal(call.token, TOKEN);
+    assert.equal(call.body.chat_id, CHAT_ID);
+    assert.equal(call.body.parse_mode, undefined);
+    assert.deepEqual(call.body.link_preview_options, { is_disabled: true });
+    assert.match(fake.delivered[0]!, /Ann <3[\s\S]*Hello \*there\* <b>x<\/b>/);
+    const [record, ...rest] = await service.records();
+    assert.equal(rest.length, 0);
+    assert.equal(record!.ip, "203.0.113.7");
+    assert.equal(record!.messenger_ok, true);
+    assert.equal(record!.messenger_error, null);
+    assert.match(String(record!.ts), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.equal((await Deno.stat(service.file)).mode! & 0o777, 0o600);
+    const health = await fetch(`${service.url}/api/health`);
+    assert.equal(await health.text(), '{"ok":true,"configured":true}');
+  });
+});
+
+Deno.test("e2e: a 4400-character astral message is split and every part delivered in order", async () => {
+  await withService({}, async (service, fake) => {
+    const message = "\u{1F600}".repeat(2000) + "\n" + "word ".repeat(399);
+    const response = await service.post({ name: "\u{1F600}".repeat(200), message });
+    assert.equal(response.status, 200);
+    assert.ok(fake.delivered.length >= 2);
+    for (const part of fake.delivered) assert.ok(part.length <= 4096);
+    const joined = fake.delivered.join("");
+    assert.ok(joined.replace(/\s/g, "").includes(message.replace(/\s/g, "")));
+  });
+});
+
+Deno.test("e2e: a 429 with retry_after 1 is waited out and delivered", async () => {
+  await withService({}, async (service, fake) => {
+    fake.script.push(tooManyRequests(1));
+    const response = await service.post({ message: "m" });
+    assert.equal(response.status, 200);
+    assert.equal(fake.calls.length, 2);
+    assert.equal((await service.records())[0]!.messenger_ok, true);
+  });
+});
+
+Deno.test("e2e: a Bot API that hangs past the timeout answers 502 and records 'timeout'", async () => {
+  await withService({ MESSENGER_TIMEOUT_MS: "300" }, async (service, fake) => {
+    fake.script.push("hang");
+    const response = await service.post({ message: "m" });
+    assert.equal(response.status, 502);
+    assert.equal((await response.json()).error, "delivery_failed");
+    const [record] = await service.records();
+    assert.equal(record!.messenger_ok, false);
+    assert.equal(record!.messenger_error, "timeout");
+  });
+});
+
+Deno.test("e2e: a refused connection answers 502 and the record names it without the token", async () => {
+  await withService({ MESSENGER_API_URL: `http://127.0.0.1:${freePort()}` }, async (service) => {
+    const response = await service.post({ message: "m" });
+    assert.equal(response.status, 502);
+    const text = await response.text();
+    assert.ok(!text.includes(TOKEN));
+    const [record] = await service.records();
+    assert.match(String(record!.messenger_error), /connection refused/);
+  });
+});
+
+Deno.test("e2e: the 6th POST from one client within 60 s gets 429 and is not delivered", async () => {
+  await withService({}, async (service, fake) => {
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await service.post({ message: `m${i}` })).status, 200);
+    }
+    const refused = await service.post({ message: "sixth" });
+    assert.equal(refused.status, 429);
+    assert.ok(Number(refused.headers.get("retry-after")) >= 59);
+    await refused.body?.cancel();
+    assert.equal(fake.delivered.length, 5);
+    assert.equal((await service.records()).length, 5);
+  });
+});
+
+Deno.test("e2e: 50 concurrent submissions from different addresses give 50 records and 50 messages", async () => {
+  await withService({}, async (service, fake) => {
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => service.post({ message: `msg ${i}` }, `10.0.${i}.1`)),
+    );
+    for (const response of responses) {
+      assert.equal(response.status, 200);
+      await response.body?.cancel();
+    }
+    const records = await service.records();
+    assert.equal(records.length, 50);
+    assert.deepEqual(
+      records.map((record) => record.message).sort(),
+      Array.from({ length: 50 }, (_, i) => `msg ${i}`).sort(),
+    );
+    assert.equal(fake.delivered.length, 50);
+  });
+});
+
+Deno.test("e2e: unconfigured service runs, warns, answers 503 and still records", async () => {
+  const service = await startService({});
+  try {
+    assert.ok(service.logs().some((log) => log.event === "not_configured" && log.level === "warn"));
+    const health = await fetch(`${service.url}/api/health`);
+    assert.deepEqual(await health.json(), { ok: true, configured: false });
+    const response = await service.post({ message: "m" });
+    assert.equal(response.status, 503);
+    await response.body?.cancel();
+    const [record] = await service.records();
+    assert.equal(record!.messenger_error, "not configured");
+    assert.equal(await service.stop(), 0);
+  } finally {
+    await service.stop();
+    await Deno.remove(service.dir, { recursive: true });
+  }
+});
+
+Deno.test("e2e: SIGTERM during a slow delivery lets it finish, writes its record and exits 0", async () => {
+  await withService({ MESSENGER_TIMEOUT_MS: "1500" }, async (service, fake) => {
+    fake.script.push("hang");
+    const pending = service.post({ message: "in flight" });
+    while (fake.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const exit = service.stop("SIGTERM");
+    const response = await pending;
+    assert.equal(response.status, 502);
+    await response.body?.cancel();
+    assert.equal(await exit, 0);
+    const [record] = await service.records();
+    assert.equal(record!.message, "in flight");
+    assert.ok(service.logs().some((log) => log.event === "stopped"));
+  });
+});
+
+Deno.test("e2e: a malformed setting stops start-up with one line naming it", async () => {
+  for (
+    const [name, value] of [["PORT", "abc"], ["MESSENGER_API_URL", "ftp://x"], [
+      "TRUSTED_PROXIES",
+      "1.2.3.4/99",
+    ]]
+  ) {
+    const result = await runToExit({ [name!]: value! });
+    assert.equal(result.code, 1);
+    const lines = result.stderr.trim().split("\n");
+    assert.equal(lines.length, 1, result.stderr);
+    const log = JSON.parse(lines[0]!);
+    assert.equal(log.setting, name);
+    assert.match(log.error, new RegExp(`"${name}"`));
+  }
+});
+
+Deno.test("e2e: an unopenable backup file stops start-up with a clear error", async () => {
+  const result = await runToExit({ MESSAGES_FILE: "/nonexistent-contactd-dir/messages.jsonl" });
+  assert.equal(result.code, 1);
+  const log = JSON.parse(result.stderr.trim().split("\n").at(-1)!);
+  assert.equal(log.event, "backup_open_failed");
+  assert.match(log.error, /NotFound/);
+});

@@ -1,0 +1,196 @@
+/**
+ * A fake Telegram Bot API server for end-to-end tests: real HTTP on
+ * 127.0.0.1, answering like the real API unless a test scripts otherwise.
+ *
+ * @module
+ */
+
+/** One request the fake received. */
+export interface FakeCall {
+  /** Method name from the path, e.g. `"sendMessage"`; `""` if the path had none. */
+  readonly method: string;
+  /** Token from the path (`/bot<token>/...`); `""` if the path had none. */
+  readonly token: string;
+  /** Parsed JSON body; `{}` if absent or not a JSON object. */
+  readonly body: Record<string, unknown>;
+}
+
+/** A scripted HTTP reply. */
+export interface FakeReply {
+  readonly status: number;
+  /** A string is sent as raw text (e.g. HTML); anything else is JSON-encoded. */
+  readonly body: unknown;
+  /** Defaults to `application/json`, or `text/html; charset=utf-8` for a string body. */
+  readonly contentType?: string;
+}
+
+/** A running fake; see {@linkcode startFakeBotApi}. */
+export interface FakeBotApi {
+  /** Base URL, e.g. `"http://127.0.0.1:41234"`. */
+  readonly url: string;
+  /** Every request received, in order, failed ones included. */
+  readonly calls: FakeCall[];
+  /** Texts accepted by the default `sendMessage` behaviour, in order. */
+  readonly delivered: string[];
+  /**
+   * Scripted behaviours for the next requests, consumed one per request;
+   * when empty the fake behaves like the real API. `"hang"` never answers
+   * (until {@linkcode FakeBotApi.close}).
+   */
+  readonly script: Array<FakeReply | "hang">;
+  /** What `getUpdates` returns as its `result`. */
+  updates: unknown[];
+  /** Stops the server, first releasing any hanging requests. */
+  close(): Promise<void>;
+}
+
+/** Options for {@linkcode startFakeBotApi}. */
+export interface FakeBotApiOptions {
+  /** The only token accepted. */
+  readonly token: string;
+  /** The only chat `sendMessage` can reach. */
+  readonly chatId: number;
+  /** `username` reported by `getMe`; default `"contactd_test_bot"`. */
+  readonly botUsername?: string;
+}
+
+/** A Bot API error reply, e.g. `apiError(400, "Bad Request: chat not found")`. */
+export function apiError(
+  code: number,
+  description: string,
+  parameters?: { migrate_to_chat_id?: number; retry_after?: number },
+): FakeReply {
+  return {
+    status: code,
+    body: { ok: false, error_code: code, description, ...(parameters ? { parameters } : {}) },
+  };
+}
+
+/** Flood control: a 429 asking to retry after `seconds`. */
+export function tooManyRequests(seconds: number): FakeReply {
+  return apiError(429, `Too Many Requests: retry after ${seconds}`, { retry_after: seconds });
+}
+
+/** The group became a supergroup with id `newChatId`. */
+export function chatMigrated(newChatId: number): FakeReply {
+  return apiError(400, "Bad Request: group chat was upgraded to a supergroup chat", {
+    migrate_to_chat_id: newChatId,
+  });
+}
+
+/** An HTML error page, as a proxy in front of the API would send; default 502. */
+export function htmlError(status = 502): FakeReply {
+  return { status, body: `<html><body><h1>${status} Bad Gateway</h1></body></html>` };
+}
+
+/** Starts the fake on 127.0.0.1, on a free port. */
+export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
+  const hanging = new Set<() => void>();
+  let nextMessageId = 1;
+  let closed: Promise<void> | undefined;
+
+  const handler = async (request: Request): Promise<Response> => {
+    const match = new URL(request.url).pathname.match(/^\/bot([^/]*)\/([^/]*)$/);
+    const token = decodeOrRaw(match?.[1] ?? "");
+    const method = match?.[2] ?? "";
+    const body = await readBody(request);
+    fake.calls.push({ method, token, body });
+
+    const scripted = fake.script.shift();
+    if (scripted === "hang") {
+      // Released by close(), so server.shutdown() has nothing left to wait for.
+      await new Promise<void>((resolve) => hanging.add(resolve));
+      return reply(apiError(503, "Service Unavailable: fake is closing"));
+    }
+    if (scripted !== undefined) return reply(scripted);
+
+    if (match === null) return reply(apiError(404, "Not Found"));
+    if (token !== options.token) return reply(apiError(401, "Unauthorized"));
+    switch (method) {
+      case "getMe":
+        return ok({
+          id: Number(options.token.split(":")[0]) || 1,
+          is_bot: true,
+          first_name: "contactd test",
+          username: options.botUsername ?? "contactd_test_bot",
+        });
+      case "getUpdates":
+        return ok(fake.updates);
+      case "sendMessage":
+        return sendMessage(body);
+      default:
+        return reply(apiError(404, "Not Found"));
+    }
+  };
+
+  const sendMessage = (body: Record<string, unknown>): Response => {
+    // The real API also accepts chat ids as strings.
+    if (String(body.chat_id) !== String(options.chatId)) {
+      return reply(apiError(400, "Bad Request: chat not found"));
+    }
+    const text = typeof body.text === "string" ? body.text : "";
+    if (text.trim() === "") return reply(apiError(400, "Bad Request: message text is empty"));
+    if (text.length > 4096) return reply(apiError(400, "Bad Request: message is too long"));
+    fake.delivered.push(text);
+    return ok({
+      message_id: nextMessageId++,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: options.chatId, type: "private" },
+      text,
+    });
+  };
+
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, handler);
+
+  const fake: FakeBotApi = {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    calls: [],
+    delivered: [],
+    script: [],
+    updates: [],
+    close() {
+      closed ??= (async () => {
+        for (const release of hanging) release();
+        hanging.clear();
+        await server.shutdown();
+      })();
+      return closed;
+    },
+  };
+  return fake;
+}
+
+function ok(result: unknown): Response {
+  return reply({ status: 200, body: { ok: true, result } });
+}
+
+function reply({ status, body, contentType }: FakeReply): Response {
+  const raw = typeof body === "string";
+  return new Response(raw ? body : JSON.stringify(body), {
+    status,
+    headers: {
+      "content-type": contentType ?? (raw ? "text/html; charset=utf-8" : "application/json"),
+    },
+  });
+}
+
+/** The JSON body as an object; anything else (absent, malformed, an array) as `{}`. */
+async function readBody(request: Request): Promise<Record<string, unknown>> {
+  try {
+    const value: unknown = JSON.parse(await request.text());
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? value as Record<string, unknown>
+      : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Percent-decodes a path segment; a malformed one is kept as is (and so fails the token check). */
+function decodeOrRaw(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

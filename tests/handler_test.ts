@@ -1,0 +1,263 @@
+import assert from "node:assert/strict";
+import { createHandler, type Handler } from "../lib/handler.ts";
+import { parseCidr } from "../lib/ip.ts";
+import type { LogFields, LogLevel } from "../lib/log.ts";
+import { RateLimiter } from "../lib/rate_limit.ts";
+import type { DeliveryResult } from "../lib/telegram.ts";
+
+/** A handler with every dependency faked; the clock is a field tests move. */
+function setup(options: {
+  deliver?: ((text: string) => Promise<DeliveryResult>) | "unconfigured";
+  append?: (line: string) => Promise<void>;
+} = {}) {
+  const state = {
+    now: new Date("2026-11-22T14:03:09.500Z"),
+    texts: [] as string[],
+    lines: [] as string[],
+    logs: [] as Array<{ level: LogLevel } & LogFields>,
+  };
+  const { deliver } = options;
+  const handler: Handler = createHandler({
+    now: () => state.now,
+    trustedProxies: [parseCidr("127.0.0.1/8")!],
+    limiter: new RateLimiter({ limit: 5, windowMs: 60_000 }),
+    deliver: deliver === "unconfigured" ? undefined : async (text) => {
+      state.texts.push(text);
+      return deliver ? await deliver(text) : { ok: true, parts: 1 };
+    },
+    append: options.append ?? ((line) => (state.lines.push(line), Promise.resolve())),
+    log: (level, fields) => state.logs.push({ level, ...fields }),
+  });
+  return { state, handler };
+}
+
+function post(body: unknown, headers: Record<string, string> = {}, ip = "198.51.100.1") {
+  return new Request("http://localhost/api/contact", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-real-ip": ip, ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+const PEER = { remoteAddr: { hostname: "127.0.0.1" } };
+
+Deno.test("POST /api/contact notifies, stores one record, then answers 200 {ok:true}", async () => {
+  const { state, handler } = setup();
+  const response = await handler(post({ name: "Ann", contact: "@ann", message: "Hello" }), PEER);
+  assert.equal(response.status, 200);
+  assert.equal(await response.text(), '{"ok":true}');
+  assert.equal(response.headers.get("content-type"), "application/json");
+  assert.equal(state.texts.length, 1);
+  assert.match(state.texts[0]!, /Hello/);
+  assert.deepEqual(state.lines.map((line) => JSON.parse(line)), [{
+    ts: "2026-11-22T14:03:09Z",
+    name: "Ann",
+    contact: "@ann",
+    message: "Hello",
+    ip: "198.51.100.1",
+    messenger_ok: true,
+    messenger_error: null,
+  }]);
+});
+
+Deno.test("POST /api/contact answers 429 to the 6th POST within 60 s, with Retry-After", async () => {
+  const { state, handler } = setup();
+  for (let i = 0; i < 5; i++) {
+    assert.equal((await handler(post({ message: `m${i}` }), PEER)).status, 200);
+    state.now = new Date(state.now.getTime() + 1000);
+  }
+  const refused = await handler(post({ message: "sixth" }), PEER);
+  assert.equal(refused.status, 429);
+  assert.equal(refused.headers.get("retry-after"), "55"); // first POST at +0 s, now +5 s
+  assert.equal((await refused.json()).error, "rate_limited");
+  assert.equal(state.lines.length, 5);
+  assert.equal(state.texts.length, 5);
+  // Another address is counted separately.
+  assert.equal((await handler(post({ message: "x" }, {}, "198.51.100.2"), PEER)).status, 200);
+  // The window slides: 60 s after the first POST one slot frees.
+  state.now = new Date("2026-11-22T14:04:09.500Z");
+  assert.equal((await handler(post({ message: "later" }), PEER)).status, 200);
+});
+
+Deno.test("POST /api/contact counts invalid, oversize and honeypot POSTs toward the limit", async () => {
+  const { state, handler } = setup();
+  const bodies = ["{", { website: "x", message: "m" }, { message: 1 }, "x".repeat(20_000), {}];
+  for (const body of bodies) await handler(post(body), PEER);
+  assert.equal((await handler(post({ message: "ok" }), PEER)).status, 429);
+  assert.equal(state.lines.length, 0);
+});
+
+Deno.test("POST /api/contact answers a honeypot hit byte-identically to success, storing nothing", async () => {
+  const { state, handler } = setup();
+  const bot = await handler(post({ website: "http://spam", message: "a".repeat(5000) }), PEER);
+  const real = await handler(post({ message: "hi" }, {}, "198.51.100.9"), PEER);
+  assert.equal(bot.status, 200);
+  assert.equal(await bot.text(), await real.text());
+  assert.deepEqual([...bot.headers], [...real.headers]);
+  assert.equal(state.texts.length, 1);
+  assert.equal(state.lines.length, 1);
+});
+
+Deno.test("POST /api/contact answers 413 for bodies over 16384 bytes, 415 for other types", async () => {
+  const { handler } = setup();
+  const big = await handler(post({ message: "a".repeat(16_400) }), PEER);
+  assert.equal(big.status, 413);
+  assert.equal((await big.json()).error, "payload_too_large");
+  for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/jsonx"]) {
+    const response = await handler(
+      post({ message: "m" }, { "content-type": type }, "10.9.9.9"),
+      PEER,
+    );
+    assert.equal(response.status, 415, type);
+  }
+  const charset = await handler(
+    post({ message: "m" }, { "content-type": "Application/JSON; charset=utf-8" }, "10.9.9.8"),
+    PEER,
+  );
+  assert.equal(charset.status, 200);
+});
+
+Deno.test("POST /api/contact answers 400 with code, field and sentence for invalid fields", async () => {
+  const { state, handler } = setup();
+  const response = await handler(post({ message: "m", name: "a".repeat(201) }), PEER);
+  assert.equal(response.status, 400);
+  assert.deepEqual(await response.json(), {
+    ok: false,
+    error: "field_too_long",
+    field: "name",
+    message: "name must be at most 200 characters.",
+  });
+  const json = await handler(post("{not json"), PEER);
+  assert.deepEqual(await json.json(), {
+    ok: false,
+    error: "invalid_json",
+    message: "The request body is not valid JSON.",
+  });
+  assert.equal(state.lines.length, 0);
+  assert.equal(state.texts.length, 0);
+});
+
+Deno.test("POST /api/contact answers 502 when delivery fails, with the record kept", async () => {
+  const { state, handler } = setup({
+    deliver: () => Promise.resolve({ ok: false, error: "500 Internal Server Error" }),
+  });
+  const response = await handler(post({ message: "m" }), PEER);
+  assert.equal(response.status, 502);
+  assert.equal((await response.json()).error, "delivery_failed");
+  const record = JSON.parse(state.lines[0]!);
+  assert.equal(record.messenger_ok, false);
+  assert.equal(record.messenger_error, "500 Internal Server Error");
+});
+
+Deno.test("POST /api/contact answers 503 when not configured and records 'not configured'", async () => {
+  const { state, handler } = setup({ deliver: "unconfigured" });
+  const response = await handler(post({ message: "m" }), PEER);
+  assert.equal(response.status, 503);
+  assert.equal((await response.json()).error, "not_configured");
+  assert.equal(JSON.parse(state.lines[0]!).messenger_error, "not configured");
+});
+
+Deno.test("POST /api/contact logs a hint when the chat migrated to a supergroup", async () => {
+  const { state, handler } = setup({
+    deliver: () =>
+      Promise.resolve({
+        ok: false,
+        error: "400 Bad Request: group chat was upgraded",
+        migrateToChatId: -100123,
+      }),
+  });
+  await handler(post({ message: "m" }), PEER);
+  assert.ok(state.logs.some((log) => log.event === "chat_migrated" && log.new_chat_id === -100123));
+});
+
+Deno.test("POST /api/contact answers 500 when neither delivery nor storage worked", async () => {
+  const { handler } = setup({
+    deliver: () => Promise.resolve({ ok: false, error: "timeout" }),
+    append: () => Promise.reject(new Error("EACCES")),
+  });
+  const response = await handler(post({ message: "m" }), PEER);
+  assert.equal(response.status, 500);
+  assert.equal((await response.json()).error, "internal");
+});
+
+Deno.test("a delivered message whose record failed answers 200 and turns health ok:false until a write works", async () => {
+  let failing = true;
+  const { state, handler } = setup({
+    append: (line) =>
+      failing ? Promise.reject(new Error("ENOSPC")) : (state.lines.push(line), Promise.resolve()),
+  });
+  assert.equal((await handler(post({ message: "m" }), PEER)).status, 200);
+  assert.ok(state.logs.some((log) => log.level === "error" && log.event === "backup_write_failed"));
+  const health = () =>
+    handler(new Request("http://localhost/api/health"), PEER).then((r) => r.json());
+  assert.deepEqual(await health(), { ok: false, configured: true });
+  failing = false;
+  assert.equal((await handler(post({ message: "m2" }), PEER)).status, 200);
+  assert.deepEqual(await health(), { ok: true, configured: true });
+});
+
+Deno.test("GET /api/health reports exactly ok and configured", async () => {
+  const configured = await setup().handler(new Request("http://localhost/api/health"), PEER);
+  assert.equal(configured.status, 200);
+  assert.equal(await configured.text(), '{"ok":true,"configured":true}');
+  const unconfigured = await setup({ deliver: "unconfigured" }).handler(
+    new Request("http://localhost/api/health"),
+    PEER,
+  );
+  assert.deepEqual(await unconfigured.json(), { ok: true, configured: false });
+});
+
+Deno.test("unknown paths answer 404 and wrong methods 405 with Allow", async () => {
+  const { handler } = setup();
+  const missing = await handler(new Request("http://localhost/api/contacts"), PEER);
+  assert.equal(missing.status, 404);
+  assert.equal((await missing.json()).error, "not_found");
+  const get = await handler(new Request("http://localhost/api/contact"), PEER);
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get("allow"), "POST");
+  const postHealth = await handler(
+    new Request("http://localhost/api/health", { method: "POST" }),
+    PEER,
+  );
+  assert.equal(postHealth.headers.get("allow"), "GET, HEAD");
+});
+
+Deno.test("an unexpected error answers 500 with a fixed message and logs the details", async () => {
+  const { state, handler } = setup({
+    deliver: () => Promise.reject(new Error("boom secret detail")),
+  });
+  const response = await handler(post({ message: "m" }), PEER);
+  assert.equal(response.status, 500);
+  const text = await response.text();
+  assert.ok(!text.includes("boom"));
+  assert.ok(
+    state.logs.some((log) => log.event === "internal_error" && String(log.error).includes("boom")),
+  );
+});
+
+Deno.test("forwarded headers from an untrusted peer are ignored for limits and records", async () => {
+  const { state, handler } = setup();
+  const peer = { remoteAddr: { hostname: "203.0.113.50" } };
+  for (let i = 0; i < 5; i++) {
+    await handler(
+      post({ message: "m" }, { "x-forwarded-for": `10.0.0.${i}` }, `10.1.0.${i}`),
+      peer,
+    );
+  }
+  assert.equal((await handler(post({ message: "m" }, {}, "10.2.0.1"), peer)).status, 429);
+  assert.ok(state.lines.every((line) => JSON.parse(line).ip === "203.0.113.50"));
+});
+
+Deno.test("logs carry no message text, name or contact", async () => {
+  const { state, handler } = setup({
+    deliver: () => Promise.resolve({ ok: false, error: "timeout" }),
+  });
+  await handler(
+    post({ name: "SecretName", contact: "SecretContact", message: "SecretText" }),
+    PEER,
+  );
+  const logs = JSON.stringify(state.logs);
+  for (const secret of ["SecretName", "SecretContact", "SecretText"]) {
+    assert.ok(!logs.includes(secret));
+  }
+});

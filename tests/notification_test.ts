@@ -1,0 +1,148 @@
+import assert from "node:assert/strict";
+import { formatNotification, type NotificationInput, splitText } from "../lib/notification.ts";
+
+const INPUT: NotificationInput = {
+  name: "Ann <3",
+  contact: "ann@example.org",
+  message: "Hello *there*\n\nSecond paragraph.",
+  ip: "203.0.113.9",
+  ts: "2026-11-22T14:03:09Z",
+};
+
+/** True if some part starts or ends inside a surrogate pair. */
+function splitsPair(parts: string[]): boolean {
+  return parts.some((part) => /^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(part));
+}
+
+Deno.test("formatNotification puts a header, a blank line, then the message", () => {
+  assert.equal(
+    formatNotification(INPUT),
+    [
+      "New contact message",
+      "From: Ann <3",
+      "Contact: ann@example.org",
+      "IP: 203.0.113.9",
+      "Time: 2026-11-22T14:03:09Z",
+      "",
+      "Hello *there*\n\nSecond paragraph.",
+    ].join("\n"),
+  );
+});
+
+Deno.test("formatNotification shows a dash for an empty name or contact", () => {
+  const text = formatNotification({ ...INPUT, name: "", contact: "" });
+  assert.ok(text.includes("\nFrom: —\n"));
+  assert.ok(text.includes("\nContact: —\n"));
+});
+
+Deno.test("formatNotification keeps a header field on one line even if it has a line break", () => {
+  const text = formatNotification({ ...INPUT, name: "Eve\nIP: 127.0.0.1", contact: "x\u2028y" });
+  assert.equal(text.split("\n\n")[0]!.split("\n").length, 5);
+  assert.ok(text.includes("From: Eve IP: 127.0.0.1\n"));
+  assert.ok(text.includes("Contact: x y\n"));
+});
+
+Deno.test("formatNotification keeps the message verbatim, markup included", () => {
+  const message = "<b>not bold</b> _x_ `y`\n\n\n  indented";
+  assert.ok(formatNotification({ ...INPUT, message }).endsWith(`\n\n${message}`));
+});
+
+Deno.test("splitText returns [] for empty text", () => {
+  assert.deepEqual(splitText(""), []);
+});
+
+Deno.test("splitText keeps text of exactly 4096 units in one part", () => {
+  const text = "a".repeat(4096);
+  assert.deepEqual(splitText(text), [text]);
+});
+
+Deno.test("splitText cuts 4097 units without separators into 4096 + 1", () => {
+  const parts = splitText("a".repeat(4097));
+  assert.deepEqual(parts.map((part) => part.length), [4096, 1]);
+});
+
+Deno.test("splitText never splits a surrogate pair straddling the boundary", () => {
+  const text = "a".repeat(4095) + "😀" + "b";
+  const parts = splitText(text);
+  assert.deepEqual(parts, ["a".repeat(4095), "😀b"]);
+  assert.ok(!splitsPair(parts));
+});
+
+Deno.test("splitText fits a surrogate pair ending exactly at the boundary", () => {
+  const text = "a".repeat(4094) + "😀" + "b";
+  assert.deepEqual(splitText(text), ["a".repeat(4094) + "😀", "b"]);
+});
+
+Deno.test("splitText prefers a line break in the last quarter of the window", () => {
+  const text = "a".repeat(3500) + "\n" + "b".repeat(300) + " " + "c".repeat(1000);
+  const parts = splitText(text);
+  assert.equal(parts[0], "a".repeat(3500) + "\n");
+  assert.equal(parts.join(""), text);
+});
+
+Deno.test("splitText falls back to a space when no line break is in the last quarter", () => {
+  const text = "a".repeat(1000) + "\n" + "b".repeat(3000) + " " + "c".repeat(1000);
+  const parts = splitText(text);
+  assert.equal(parts[0], "a".repeat(1000) + "\n" + "b".repeat(3000) + " ");
+});
+
+Deno.test("splitText hard-cuts when separators are only early in the window", () => {
+  const text = "a\n b" + "c".repeat(5000);
+  assert.equal(splitText(text)[0]!.length, 4096);
+});
+
+Deno.test("splitText uses the last line break of the window, not the first", () => {
+  const text = ("x".repeat(99) + "\n").repeat(50);
+  const parts = splitText(text);
+  assert.equal(parts[0]!.length, 4000);
+  assert.ok(parts[0]!.endsWith("\n"));
+});
+
+Deno.test("splitText keeps a separator exactly at the window edge in the earlier part", () => {
+  const text = "a".repeat(4095) + "\n" + "b".repeat(10);
+  assert.deepEqual(splitText(text), ["a".repeat(4095) + "\n", "b".repeat(10)]);
+});
+
+Deno.test("splitText parts join back into the original text", () => {
+  const text = Array.from({ length: 3000 }, (_, i) => `word${i}${i % 7 === 0 ? "\n" : " "}`)
+    .join("") + "🎉".repeat(3000);
+  const parts = splitText(text);
+  assert.ok(parts.length > 1);
+  assert.equal(parts.join(""), text);
+  assert.ok(parts.every((part) => part.length > 0 && part.length <= 4096));
+});
+
+Deno.test("splitText honours a custom max", () => {
+  assert.deepEqual(splitText("aaaa bbbb cccc", 5), ["aaaa ", "bbbb ", "cccc"]);
+});
+
+Deno.test("splitText rejects a max too small to hold a surrogate pair", () => {
+  assert.throws(() => splitText("abc", 1), RangeError);
+  assert.throws(() => splitText("abc", 2.5), RangeError);
+  assert.throws(() => splitText("abc", Number.NaN), RangeError);
+});
+
+Deno.test("splitText with max 2 walks an all-emoji text pair by pair", () => {
+  assert.deepEqual(splitText("😀😁😂", 2), ["😀", "😁", "😂"]);
+});
+
+Deno.test("splitText keeps a lone surrogate without stalling", () => {
+  const text = "\uD800".repeat(5000);
+  assert.equal(splitText(text).join(""), text);
+});
+
+Deno.test("splitText keeps the worst-case notification (all emoji) within 4096 units per part", () => {
+  const text = formatNotification({
+    name: "😀".repeat(200),
+    contact: "📞".repeat(200),
+    message: "💬".repeat(4000),
+    ip: "2001:db8::1",
+    ts: "2026-11-22T14:03:09Z",
+  });
+  assert.ok(text.length > 8192);
+  const parts = splitText(text);
+  assert.ok(parts.length >= 3);
+  assert.ok(parts.every((part) => part.length <= 4096));
+  assert.ok(!splitsPair(parts));
+  assert.equal(parts.join(""), text);
+});

@@ -1,0 +1,41 @@
+import assert from "node:assert/strict";
+import { parseConfig } from "../lib/config.ts";
+import { serviceFlags } from "../lib/permissions.ts";
+import { mergeSettings } from "../lib/launch.ts";
+
+Deno.test("serviceFlags grants the listen address, the API host:port, one file and the settings", () => {
+  const flags = serviceFlags(parseConfig({}));
+  assert.deepEqual(flags, [
+    "--no-prompt",
+    "--allow-net=127.0.0.1:8787,api.telegram.org:443",
+    "--allow-read=messages.jsonl",
+    "--allow-write=messages.jsonl",
+    "--allow-env=MESSENGER_BOT_TOKEN,MESSENGER_CHAT_ID,MESSAGES_FILE,HOST,PORT," +
+    "MESSENGER_API_URL,TRUSTED_PROXIES,MESSENGER_TIMEOUT_MS",
+  ]);
+});
+
+Deno.test("serviceFlags follows the configured values, IPv6 in brackets", () => {
+  const flags = serviceFlags(parseConfig({
+    HOST: "::1",
+    PORT: "9000",
+    MESSENGER_API_URL: "http://127.0.0.1:4321",
+    MESSAGES_FILE: "/var/lib/contactd/messages.jsonl",
+  }));
+  assert.ok(flags.includes("--allow-net=[::1]:9000,127.0.0.1:4321"));
+  assert.ok(flags.includes("--allow-write=/var/lib/contactd/messages.jsonl"));
+});
+
+Deno.test("serviceFlags never grants unscoped or dangerous permissions", () => {
+  for (const flag of serviceFlags(parseConfig({}))) {
+    assert.match(flag, /^--(no-prompt|allow-(net|read|write|env)=.+)$/);
+  }
+});
+
+Deno.test("mergeSettings lets the process environment win over .env and ignores other keys", () => {
+  const merged = mergeSettings(
+    { PORT: "1111", HOST: "0.0.0.0", PATH: "/evil", ["__proto__"]: "x" },
+    { PORT: "2222", MESSAGES_FILE: undefined },
+  );
+  assert.deepEqual(merged, { PORT: "2222", HOST: "0.0.0.0" });
+});
