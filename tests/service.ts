@@ -63,16 +63,25 @@ function collect(stream: ReadableStream<Uint8Array>, into: string[], onLine: () 
   })();
 }
 
+/**
+ * The command line and environment of the real service for `settings`, with exactly the
+ * permission flags `deno task start` derives (also used by the benchmark).
+ */
+export function serviceCommand(
+  settings: Record<string, string>,
+): { args: string[]; env: Record<string, string> } {
+  const flags = serviceFlags(parseConfig(settings));
+  return { args: ["run", ...flags, MAIN], env: { ...baseEnv(), ...settings } };
+}
+
 /** Starts main.ts with `settings` (PORT and MESSAGES_FILE default to a free port and a temp file). */
 export async function startService(settings: Record<string, string> = {}): Promise<Service> {
   const dir = await Deno.makeTempDir({ prefix: "contactd-test-" });
   const env = { PORT: String(freePort()), MESSAGES_FILE: `${dir}/messages.jsonl`, ...settings };
-  const flags = serviceFlags(parseConfig(env));
   const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...flags, MAIN],
+    ...serviceCommand(env),
     cwd: dir,
     clearEnv: true,
-    env: { ...baseEnv(), ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

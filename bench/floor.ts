@@ -1,0 +1,34 @@
+/**
+ * The floors contactd is measured against: a bare `Deno.serve` that answers the health JSON, and
+ * does, for a POST, only the unavoidable I/O of a submission: read the body, one `fetch` to the
+ * Bot API, one append + fsync of a line. No validation, no limiter, no logging, no ordering.
+ *
+ * Settings (environment): PORT, MESSENGER_API_URL, MESSAGES_FILE.
+ *
+ * @module
+ */
+
+const port = Number(Deno.env.get("PORT"));
+const api = `${Deno.env.get("MESSENGER_API_URL")}/bot1:x/sendMessage`;
+const file = await Deno.open(Deno.env.get("MESSAGES_FILE")!, {
+  append: true,
+  create: true,
+  mode: 0o600,
+});
+const headers = { "content-type": "application/json" };
+const encoder = new TextEncoder();
+
+Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, async (request) => {
+  if (request.method !== "POST") return new Response('{"ok":true,"configured":true}', { headers });
+  const body = await request.text();
+  const reply = await fetch(api, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ chat_id: 1, text: body, link_preview_options: { is_disabled: true } }),
+  });
+  await reply.text();
+  const line = encoder.encode(body + "\n");
+  for (let n = 0; n < line.byteLength;) n += await file.write(line.subarray(n));
+  await file.syncData();
+  return new Response('{"ok":true}', { headers });
+});

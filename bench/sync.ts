@@ -1,0 +1,3 @@
+export async function measureSync(): Promise<string> {
+  return "";
+}
