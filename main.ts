@@ -5,6 +5,7 @@
  * @module
  */
 import { type Appender, openBackupFile } from "./lib/backup.ts";
+import { withBackoff } from "./lib/backoff.ts";
 import { ConfigError, parseConfig, SETTING_NAMES } from "./lib/config.ts";
 import { createHandler } from "./lib/handler.ts";
 import { createLogger, describeError, type Logger } from "./lib/log.ts";
@@ -63,7 +64,7 @@ async function main(): Promise<number> {
     now: () => new Date(),
     trustedProxies: config.trustedProxies,
     limiter: new RateLimiter({ limit: 5, windowMs: 60_000, maxEntries: 1_000_000 }),
-    deliver: messenger === undefined ? undefined : (text) =>
+    deliver: messenger === undefined ? undefined : withBackoff((text) =>
       sendNotification({
         apiUrl: config.apiUrl,
         token: messenger.token,
@@ -71,7 +72,7 @@ async function main(): Promise<number> {
         timeoutMs: config.timeoutMs,
         fetch,
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-      }, text),
+      }, text), () => performance.now()),
     append: (line) => backup.append(line),
     log,
   });

@@ -87,6 +87,25 @@ Deno.test("e2e: a 429 with retry_after 1 is waited out and delivered", async () 
   });
 });
 
+Deno.test("e2e: after a 429 with retry_after 3600 the API is not called; submissions answer 502 at once, recorded", async () => {
+  await withService({}, async (service, fake) => {
+    fake.script.push(tooManyRequests(3600));
+    const first = await service.post({ message: "one" }, "198.51.100.1");
+    assert.equal(first.status, 502);
+    const second = await service.post({ message: "two" }, "198.51.100.2");
+    assert.equal(second.status, 502);
+    assert.equal((await second.json()).error, "delivery_failed");
+    assert.equal(fake.calls.length, 1);
+    const records = await service.records();
+    assert.deepEqual(records.map((r) => r.message), ["one", "two"]);
+    assert.equal(records[0]!.messenger_error, "429 Too Many Requests: retry after 3600");
+    assert.match(
+      String(records[1]!.messenger_error),
+      /^rate limited by the messenger, retry after 3\d{3} s$/,
+    );
+  });
+});
+
 Deno.test("e2e: a Bot API that hangs past the timeout answers 502 and records 'timeout'", async () => {
   await withService({ MESSENGER_TIMEOUT_MS: "300" }, async (service, fake) => {
     fake.script.push("hang");
