@@ -9,6 +9,7 @@ import { withBackoff } from "./lib/backoff.ts";
 import { ConfigError, parseConfig, SETTING_NAMES } from "./lib/config.ts";
 import { createHandler } from "./lib/handler.ts";
 import { createLogger, describeError, type Logger } from "./lib/log.ts";
+import { tallyRefusals } from "./lib/log_tally.ts";
 import { RateLimiter } from "./lib/rate_limit.ts";
 import { sendNotification } from "./lib/telegram.ts";
 
@@ -60,6 +61,9 @@ async function main(): Promise<number> {
   }
 
   const { messenger } = config;
+  const tally = tallyRefusals(log);
+  const summaries = setInterval(tally.flush, 10_000);
+  Deno.unrefTimer(summaries);
   const handler = createHandler({
     now: () => new Date(),
     trustedProxies: config.trustedProxies,
@@ -74,7 +78,7 @@ async function main(): Promise<number> {
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       }, text), () => performance.now()),
     append: (line) => backup.append(line),
-    log,
+    log: tally.log,
   });
 
   let server: Deno.HttpServer<Deno.NetAddr>;
@@ -103,6 +107,8 @@ async function main(): Promise<number> {
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
 
   await server.finished;
+  clearInterval(summaries);
+  tally.flush();
   await backup.close();
   log("info", { event: "stopped" });
   return 0;

@@ -5,7 +5,14 @@
  * @module
  */
 
-import { type Cidr, cidrContains, formatIp, parseIp } from "./ip.ts";
+import {
+  type Cidr,
+  cidrContains,
+  formatIp,
+  type IpAddress,
+  isCanonicalIpv4,
+  parseIp,
+} from "./ip.ts";
 
 /**
  * Decides which address a request is counted and recorded under.
@@ -21,16 +28,30 @@ import { type Cidr, cidrContains, formatIp, parseIp } from "./ip.ts";
  * becomes IPv4). It is never empty and this function never throws.
  */
 export function clientAddress(peer: string, headers: Headers, trusted: readonly Cidr[]): string {
-  const peerIp = parseIp(peer);
-  if (peerIp === null) {
-    const text = typeof peer === "string" ? peer.trim() : "";
-    return text === "" ? "unknown" : text;
+  let peerIp: IpAddress | null;
+  if (peer === lastPeer && trusted === lastTrusted) {
+    peerIp = lastPeerIp; // behind a proxy, every request comes from the same peer
+  } else {
+    peerIp = parseIp(peer);
+    if (peerIp === null) {
+      const text = typeof peer === "string" ? peer.trim() : "";
+      return text === "" ? "unknown" : text;
+    }
+    [lastPeer, lastTrusted, lastPeerIp] = [peer, trusted, peerIp];
+    lastPeerTrusted = trusted.some((cidr) => cidrContains(cidr, peerIp!));
   }
-  if (!trusted.some((cidr) => cidrContains(cidr, peerIp))) return formatIp(peerIp);
+  if (!lastPeerTrusted) return formatIp(peerIp);
   const candidate = forwardedCandidate(headers);
+  if (candidate !== null && isCanonicalIpv4(candidate)) return candidate; // parses to itself
   const client = candidate === null ? null : parseIp(candidate);
   return formatIp(client ?? peerIp);
 }
+
+// The last peer seen and whether it is trusted; the answer depends only on (peer, trusted).
+let lastPeer = "";
+let lastTrusted: readonly Cidr[] | undefined;
+let lastPeerIp: IpAddress = { version: 4, bytes: new Uint8Array(4) };
+let lastPeerTrusted = false;
 
 /** The address a trusted proxy claims for the client, unparsed, if any. */
 function forwardedCandidate(headers: Headers): string | null {

@@ -133,6 +133,7 @@ export async function handleContact(
 /** `application/json`, with parameters such as `; charset=utf-8` allowed; case-insensitive. */
 export function isJsonContentType(header: string | null): boolean {
   if (header === null) return false;
+  if (header === "application/json") return true; // the common case, without allocations
   const essence = header.split(";", 1)[0]?.trim().toLowerCase();
   return essence === "application/json";
 }

@@ -66,15 +66,17 @@ const COMMON_HEADERS = {
   "x-content-type-options": "nosniff",
 } as const;
 
+const NONE: Readonly<Record<string, string>> = Object.freeze({});
+
 /** A JSON answer with the headers every answer carries. */
 export function jsonResponse(
   status: number,
   body: unknown,
-  headers: Readonly<Record<string, string>> = {},
+  headers: Readonly<Record<string, string>> = NONE,
 ): Response {
   return new Response(JSON.stringify(body), {
     status,
-    headers: { ...COMMON_HEADERS, ...headers },
+    headers: headers === NONE ? COMMON_HEADERS : { ...COMMON_HEADERS, ...headers },
   });
 }
 

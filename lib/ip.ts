@@ -42,6 +42,17 @@ export function parseIp(text: string): IpAddress | null {
   return raw === null ? null : unmap(raw);
 }
 
+const CANONICAL_V4 =
+  /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
+/**
+ * True when `text` is an IPv4 address exactly as {@linkcode formatIp} writes it (no spaces,
+ * no leading zeros): a hot-path shortcut, since such text parses and formats to itself.
+ */
+export function isCanonicalIpv4(text: string): boolean {
+  return text.length <= 15 && CANONICAL_V4.test(text);
+}
+
 /**
  * Formats an address canonically: IPv4 as a dotted quad, IPv6 per RFC 5952
  * (lowercase, no leading zeros, the longest run of two or more zero groups

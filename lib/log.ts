@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { redact } from "./redact.ts";
+import { redactor } from "./redact.ts";
 
 /** Severity; `error` and `warn` go to stderr. */
 export type LogLevel = "info" | "warn" | "error";
@@ -27,9 +27,10 @@ export function createLogger(
   now: () => Date,
   secrets: readonly string[] = [],
 ): Logger {
+  const scrubs = secrets.map(redactor);
   return (level, fields) => {
     let line = JSON.stringify({ time: now().toISOString(), level, ...fields });
-    for (const secret of secrets) line = redact(line, secret);
+    for (const scrub of scrubs) line = scrub(line);
     write(line + "\n", level);
   };
 }

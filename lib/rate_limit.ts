@@ -5,7 +5,7 @@
  * @module
  */
 
-import { formatIp, parseIp } from "./ip.ts";
+import { formatIp, isCanonicalIpv4, parseIp } from "./ip.ts";
 
 /** Configuration for {@linkcode RateLimiter}. */
 export interface RateLimiterOptions {
@@ -264,6 +264,8 @@ export class RateLimiter {
  * IP address is used as-is.
  */
 export function rateLimitKey(address: string): string {
+  // Canonical IPv4 (as clientAddress returns it) is its own key: skip the parse on the hot path.
+  if (isCanonicalIpv4(address)) return address;
   const ip = parseIp(address);
   if (ip === null) return address;
   if (ip.version === 4) return formatIp(ip);

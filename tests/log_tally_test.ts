@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import type { LogFields, LogLevel } from "../lib/log.ts";
+import { isRefusal, tallyRefusals } from "../lib/log_tally.ts";
+
+function setup() {
+  const lines: Array<{ level: LogLevel } & LogFields> = [];
+  const tally = tallyRefusals((level, fields) => lines.push({ level, ...fields }));
+  return { lines, tally };
+}
+
+Deno.test("refusals are counted per result and logged as one contact_summary line", () => {
+  const { lines, tally } = setup();
+  for (let i = 0; i < 3; i++) {
+    tally.log("info", { event: "contact", status: 429, result: "rate_limited" });
+  }
+  tally.log("info", { event: "contact", status: 200, result: "honeypot" });
+  tally.log("info", { event: "contact", status: 400, result: "invalid_json" });
+  assert.equal(lines.length, 0);
+  tally.flush();
+  assert.deepEqual(lines, [{
+    level: "info",
+    event: "contact_summary",
+    refused: 5,
+    rate_limited: 3,
+    honeypot: 1,
+    invalid_json: 1,
+  }]);
+  tally.flush(); // nothing new: no line
+  assert.equal(lines.length, 1);
+});
+
+Deno.test("stored submissions, warnings and errors are logged at once, one line each", () => {
+  const { lines, tally } = setup();
+  tally.log("info", { event: "contact", status: 200, result: "delivered" });
+  tally.log("info", { event: "contact", status: 502, result: "delivery_failed" });
+  tally.log("warn", { event: "delivery_failed", error: "timeout" });
+  tally.log("error", { event: "backup_write_failed", error: "EIO" });
+  tally.log("info", { event: "listening", hostname: "127.0.0.1", port: 8787 });
+  assert.deepEqual(lines.map((line) => line.event), [
+    "contact",
+    "contact",
+    "delivery_failed",
+    "backup_write_failed",
+    "listening",
+  ]);
+});
+
+Deno.test("isRefusal: 4xx outcomes and honeypot hits only", () => {
+  assert.equal(isRefusal({ event: "contact", status: 413, result: "too_large" }), true);
+  assert.equal(
+    isRefusal({ event: "contact", status: 415, result: "unsupported_media_type" }),
+    true,
+  );
+  assert.equal(isRefusal({ event: "contact", status: 503, result: "not_configured" }), false);
+  assert.equal(isRefusal({ event: "contact", status: 500, result: "lost" }), false);
+  assert.equal(isRefusal({ event: "internal_error", status: 400 }), false);
+});
