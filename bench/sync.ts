@@ -68,10 +68,12 @@ export async function measureSync(): Promise<string> {
     for (const extra of [0, SLOW_SYNC_MS]) {
       const results: number[] = [];
       const floorFile = slowed(await open(), extra);
-      results.push(await rate(async () => {
-        await floorFile.write(LINE);
-        await floorFile.syncData();
-      }));
+      results.push(
+        await rate(async () => {
+          await floorFile.write(LINE);
+          await floorFile.syncData();
+        }),
+      );
       floorFile.close();
       for (const make of [createAppender, createGroupAppender]) {
         const appender = make(slowed(await open(), extra));

@@ -68,16 +68,32 @@ const COMMON_HEADERS = {
 
 const NONE: Readonly<Record<string, string>> = Object.freeze({});
 
+// Answers repeat (the same few bodies and headers), and building a Response's headers costs
+// about twenty times more than cloning one: each distinct answer is built once and cloned.
+// Clones copy the header list, so a caller may still change its copy's headers.
+const templates = new Map<string, Response>();
+const MAX_TEMPLATES = 1024;
+
 /** A JSON answer with the headers every answer carries. */
 export function jsonResponse(
   status: number,
   body: unknown,
   headers: Readonly<Record<string, string>> = NONE,
 ): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: headers === NONE ? COMMON_HEADERS : { ...COMMON_HEADERS, ...headers },
-  });
+  const text = JSON.stringify(body);
+  // No raw newline can occur in JSON text or in a header, so the key is unambiguous.
+  let key = `${status} ${text}`;
+  for (const name in headers) key += `\n${name}: ${headers[name]}`;
+  let template = templates.get(key);
+  if (template === undefined) {
+    template = new Response(text, {
+      status,
+      headers: headers === NONE ? COMMON_HEADERS : { ...COMMON_HEADERS, ...headers },
+    });
+    if (templates.size >= MAX_TEMPLATES) return template;
+    templates.set(key, template);
+  }
+  return template.clone();
 }
 
 /** `{"ok":false,"error":code,"message":…}` plus `field` when given, with the code's status. */

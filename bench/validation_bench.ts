@@ -1,0 +1,43 @@
+/** Micro-benchmarks of the body's way through validation (`deno bench`). */
+import { isJsonContentType } from "../lib/contact.ts";
+import { decodeJson, parseSubmission } from "../lib/submission.ts";
+
+const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+const VALID = encode({
+  name: "Ann Example",
+  contact: "ann@example.org",
+  message: "Hello! I would like to know more about your services.\n".repeat(4),
+});
+const LONGEST = encode({
+  name: "n".repeat(200),
+  contact: "c".repeat(200),
+  message: "m".repeat(4000),
+});
+const HONEYPOT = encode({ name: "bot", message: "buy now", website: "http://spam.test" });
+const INVALID = encode({ name: "Ann", message: "   " });
+
+function validate(bytes: Uint8Array) {
+  const decoded = decodeJson(bytes);
+  return "ok" in decoded ? parseSubmission(decoded.value) : decoded;
+}
+
+Deno.bench(
+  "validation: a typical valid submission",
+  { group: "validation", baseline: true },
+  () => {
+    validate(VALID);
+  },
+);
+Deno.bench("validation: every field at its limit", { group: "validation" }, () => {
+  validate(LONGEST);
+});
+Deno.bench("validation: a honeypot hit", { group: "validation" }, () => {
+  validate(HONEYPOT);
+});
+Deno.bench("validation: an invalid body (400)", { group: "validation" }, () => {
+  validate(INVALID);
+});
+Deno.bench("validation: Content-Type check", () => {
+  isJsonContentType("application/json");
+  isJsonContentType("Application/JSON; charset=utf-8");
+});

@@ -1,0 +1,27 @@
+import assert from "node:assert/strict";
+import { errorResponse, jsonResponse } from "../lib/errors.ts";
+
+Deno.test("jsonResponse answers repeat whole: each copy has its own body and headers", async () => {
+  const first = jsonResponse(200, { ok: true });
+  first.headers.set("access-control-allow-origin", "https://example.org");
+  const second = jsonResponse(200, { ok: true });
+  assert.equal(second.headers.get("access-control-allow-origin"), null);
+  assert.equal(await first.text(), '{"ok":true}');
+  assert.equal(await second.text(), '{"ok":true}');
+  assert.equal(second.headers.get("cache-control"), "no-store");
+});
+
+Deno.test("errorResponse keeps answers with different headers or bodies apart", async () => {
+  const a = errorResponse("rate_limited", { headers: { "retry-after": "5" } });
+  const b = errorResponse("rate_limited", { headers: { "retry-after": "6" } });
+  const c = errorResponse("field_required", { field: "message", message: "message is required." });
+  assert.equal(a.headers.get("retry-after"), "5");
+  assert.equal(b.headers.get("retry-after"), "6");
+  assert.equal(a.status, 429);
+  assert.deepEqual(await c.json(), {
+    ok: false,
+    error: "field_required",
+    field: "message",
+    message: "message is required.",
+  });
+});
