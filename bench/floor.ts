@@ -3,7 +3,7 @@
  * does, for a POST, only the unavoidable I/O of a submission: read the body, one `fetch` to the
  * Bot API, one append + fsync of a line. No validation, no limiter, no logging, no ordering.
  *
- * Settings (environment): PORT, MESSENGER_API_URL, MESSAGES_FILE.
+ * Settings (environment): PORT, MESSENGER_API_URL, MESSAGES_FILE, FLOOR.
  *
  * @module
  */
@@ -18,8 +18,22 @@ const file = await Deno.open(Deno.env.get("MESSAGES_FILE")!, {
 const headers = { "content-type": "application/json" };
 const encoder = new TextEncoder();
 
-Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, async (request) => {
+// FLOOR=refusal: what any refusal needs (path, three headers, the peer, the body), and no rule.
+const refusal = Deno.env.get("FLOOR") === "refusal";
+
+Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, async (request, info) => {
   if (request.method !== "POST") return new Response('{"ok":true,"configured":true}', { headers });
+  if (refusal) {
+    const seen = [
+      new URL(request.url).pathname,
+      request.headers.get("content-length"),
+      request.headers.get("content-type"),
+      request.headers.get("x-real-ip"),
+      info.remoteAddr.hostname,
+    ];
+    await request.arrayBuffer();
+    return new Response(`{"ok":${seen.length > 0}}`, { headers });
+  }
   const body = await request.text();
   const reply = await fetch(api, {
     method: "POST",

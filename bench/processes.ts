@@ -34,8 +34,8 @@ export function startContactd(apiUrl: string): Promise<Server> {
     }));
 }
 
-/** Starts the floor (bench/floor.ts) against the Bot API at `apiUrl`. */
-export function startFloor(apiUrl: string): Promise<Server> {
+/** Starts the floor (bench/floor.ts) against the Bot API at `apiUrl`; `mode` "refusal" too. */
+export function startFloor(apiUrl: string, mode = "io"): Promise<Server> {
   return start("floor", (port, file) => ({
     args: [
       "run",
@@ -43,10 +43,10 @@ export function startFloor(apiUrl: string): Promise<Server> {
       "--allow-net=127.0.0.1",
       `--allow-read=${file}`,
       `--allow-write=${file}`,
-      "--allow-env=PORT,MESSENGER_API_URL,MESSAGES_FILE",
+      "--allow-env=PORT,MESSENGER_API_URL,MESSAGES_FILE,FLOOR",
       FLOOR,
     ],
-    env: { PORT: String(port), MESSENGER_API_URL: apiUrl, MESSAGES_FILE: file },
+    env: { PORT: String(port), MESSENGER_API_URL: apiUrl, MESSAGES_FILE: file, FLOOR: mode },
   }));
 }
 

@@ -25,7 +25,7 @@ export function createHandler(deps: HandlerDeps): Handler {
 
   return async (request, info) => {
     try {
-      const path = new URL(request.url).pathname;
+      const path = pathOf(request.url);
       const methods = ROUTES[path];
       if (methods === undefined) return errorResponse("not_found");
       if (!methods.includes(request.method)) {
@@ -40,4 +40,20 @@ export function createHandler(deps: HandlerDeps): Handler {
       return errorResponse("internal");
     }
   };
+}
+
+// The same few URLs (one Host, two paths) arrive over and over: parse each once. Keyed by the
+// exact URL text, so the answer is always what `new URL` says; cleared when full.
+const paths = new Map<string, string>();
+const MAX_PATHS = 256;
+
+/** `new URL(url).pathname`, remembered for recently seen URLs. */
+function pathOf(url: string): string {
+  let path = paths.get(url);
+  if (path === undefined) {
+    path = new URL(url).pathname;
+    if (paths.size >= MAX_PATHS) paths.clear();
+    paths.set(url, path);
+  }
+  return path;
 }
