@@ -178,19 +178,16 @@ row(valid, validResult!, ratio(rps(validResult!) / rps(floorResult!), 0.7, "floo
 const flooded = await startContactd(slowApi.url);
 const before = await flooded.memory();
 const floodCase: Case = {
+  ...valid,
   name: "valid, API answers 429 retry_after 3600",
   server: flooded,
-  label: "contactd",
-  load: { ...POST, body: VALID, addresses: "v4" },
   expect: "other",
 };
-const flood = await runWrk({
-  url: flooded.url,
-  connections: CONNECTIONS,
-  seconds: SECONDS * 2,
-  prefix: nextPrefix++,
-  ...floodCase.load,
-});
+// The first answer (100 ms) opens the window; wrk's latency correction would spread that one
+// round trip over every client "waiting" behind it, so it falls in the warm-up, as elsewhere.
+const floodLoad = { url: flooded.url, connections: CONNECTIONS, ...floodCase.load };
+await runWrk({ ...floodLoad, seconds: 1, prefix: nextPrefix++ });
+const flood = await runWrk({ ...floodLoad, seconds: SECONDS * 2, prefix: nextPrefix++ });
 const after = await flooded.memory();
 const records = await countLines(flooded.file);
 row(
@@ -202,7 +199,17 @@ row(
 // Idle keys expire 60 s after their last POST; one more request lets the limiter shrink.
 await sleep(Math.max(0, 61_000 - (performance.now() - millionAt)));
 await post(memory, "192.0.2.1");
-await sleep(1000);
+// The old table is an ArrayBuffer: V8 frees it at a major GC, which traffic brings about
+// (here refusals from one /64, which add a single limiter entry).
+await runWrk({
+  url: memory.url,
+  ...POST,
+  body: HONEYPOT,
+  addresses: "v6",
+  prefix: LIMITED_NET,
+  connections: CONNECTIONS,
+  seconds: 2,
+});
 const expired = await memory.memory();
 
 const sync = await measureSync();
