@@ -176,7 +176,6 @@ row(valid, validResult!, ratio(rps(validResult!) / rps(floorResult!), 0.7, "floo
 
 // A flood of valid submissions while the API answers 429 retry_after 3600 after 100 ms.
 const flooded = await startContactd(slowApi.url);
-const before = await flooded.memory();
 const floodCase: Case = {
   ...valid,
   name: "valid, API answers 429 retry_after 3600",
@@ -187,9 +186,11 @@ const floodCase: Case = {
 // round trip over every client "waiting" behind it, so it falls in the warm-up, as elsewhere.
 const floodLoad = { url: flooded.url, connections: CONNECTIONS, ...floodCase.load };
 await runWrk({ ...floodLoad, seconds: 1, prefix: nextPrefix++ });
+const before = await flooded.memory();
+const recordsBefore = await countLines(flooded.file);
 const flood = await runWrk({ ...floodLoad, seconds: SECONDS * 2, prefix: nextPrefix++ });
 const after = await flooded.memory();
-const records = await countLines(flooded.file);
+const records = await countLines(flooded.file) - recordsBefore;
 row(
   floodCase,
   flood,
@@ -228,7 +229,9 @@ ${table.join("\n")}
   } (${afterMillion.peak <= 150 ? "≤" : "**above**"} 150 MB); RSS ${mib(afterMillion.current)} ` +
     `right after, ${mib(expired.current)} ${freedAfter.toFixed(0)} s after the entries expired.
 - flood: ${slowApi.calls()} Bot API calls for ${flood.requests} submissions answered, ` +
-    `${records} records kept; RSS ${mib(before.current)} before, ${mib(after.current)} after.
+    `${records} records kept; RSS ${mib(before.current)} after the warm-up, ${
+      mib(after.current)
+    } at the end.
 - start-up to the first health answer (deno run, cached): bare ${startup[0]} ms, ` +
     `contactd ${startup.slice(1).join(" / ")} ms.
 
