@@ -100,6 +100,9 @@ async function main(): Promise<number> {
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
+  // A file-size limit (RLIMIT_FSIZE, systemd LimitFSIZE=) must fail the write, not kill the
+  // process: with SIGXFSZ handled, the write returns EFBIG and the answer stays honest.
+  Deno.addSignalListener("SIGXFSZ", () => {});
 
   await server.finished;
   await backup.close();
