@@ -4,7 +4,7 @@
  * @module
  */
 import { type Appender, formatRecord, formatTimestamp } from "./backup.ts";
-import { readBody } from "./body.ts";
+import { BODY_LIMIT, BODY_TIMEOUT_MS, readBody } from "./body.ts";
 import { clientAddress } from "./client_address.ts";
 import { errorResponse, jsonResponse } from "./errors.ts";
 import type { Cidr } from "./ip.ts";
@@ -27,6 +27,11 @@ export interface ContactDeps {
   readonly log: Logger;
   /** Told whether the last backup write worked (health reports it). */
   readonly onStorage: (ok: boolean) => void;
+  /**
+   * A signal that aborts when the request body has taken too long; called once per admitted
+   * POST. Default: `AbortSignal.timeout(BODY_TIMEOUT_MS)`. Tests pass their own.
+   */
+  readonly bodyDeadline?: () => AbortSignal;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -58,7 +63,12 @@ export async function handleContact(
     });
   }
 
-  const body = await readBody(request);
+  const deadline = deps.bodyDeadline?.() ?? AbortSignal.timeout(BODY_TIMEOUT_MS);
+  const body = await readBody(request, BODY_LIMIT, deadline);
+  if (!body.ok && body.reason === "timeout") {
+    outcome(408, "request_timeout");
+    return errorResponse("request_timeout", { headers: { connection: "close" } });
+  }
   if (!body.ok) {
     outcome(413, "too_large");
     return errorResponse("payload_too_large", { headers: { connection: "close" } });

@@ -9,6 +9,7 @@ import type { DeliveryResult } from "../lib/telegram.ts";
 function setup(options: {
   deliver?: ((text: string) => Promise<DeliveryResult>) | "unconfigured";
   append?: (line: string) => Promise<void>;
+  bodyDeadline?: () => AbortSignal;
 } = {}) {
   const state = {
     now: new Date("2026-11-22T14:03:09.500Z"),
@@ -27,6 +28,7 @@ function setup(options: {
     },
     append: options.append ?? ((line) => (state.lines.push(line), Promise.resolve())),
     log: (level, fields) => state.logs.push({ level, ...fields }),
+    ...(options.bodyDeadline ? { bodyDeadline: options.bodyDeadline } : {}),
   });
   return { state, handler };
 }
@@ -260,4 +262,31 @@ Deno.test("logs carry no message text, name or contact", async () => {
   for (const secret of ["SecretName", "SecretContact", "SecretText"]) {
     assert.ok(!logs.includes(secret));
   }
+});
+
+Deno.test("POST /api/contact answers 408 request_timeout when the body does not arrive in time", async () => {
+  const deadline = new AbortController();
+  const { state, handler } = setup({ bodyDeadline: () => deadline.signal });
+  // Headers arrived, then the client went quiet after one byte.
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode("{"));
+    },
+  });
+  const pending = handler(
+    new Request("http://localhost/api/contact", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-real-ip": "198.51.100.1" },
+      body,
+    }),
+    PEER,
+  );
+  deadline.abort();
+  const response = await pending;
+  assert.equal(response.status, 408);
+  assert.equal(response.headers.get("connection"), "close");
+  assert.equal((await response.json()).error, "request_timeout");
+  assert.equal(state.lines.length, 0);
+  assert.equal(state.texts.length, 0);
+  assert.ok(state.logs.some((log) => log.status === 408 && log.result === "request_timeout"));
 });
