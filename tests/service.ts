@@ -85,8 +85,15 @@ export interface StartOptions {
 
 /** True when the tests run as root (file permission faults then need an unprivileged child). */
 export function isRoot(): boolean {
-  return Deno.uid() === 0;
+  if (rootCache === undefined) {
+    // The owner of a new file is our effective user (no --allow-sys needed for Deno.uid()).
+    const probe = Deno.makeTempFileSync({ prefix: "contactd-uid-" });
+    rootCache = Deno.statSync(probe).uid === 0;
+    Deno.removeSync(probe);
+  }
+  return rootCache;
 }
+let rootCache: boolean | undefined;
 
 /** Starts main.ts with `settings` (PORT and MESSAGES_FILE default to a free port and a temp file). */
 export async function startService(
