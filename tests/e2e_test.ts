@@ -92,6 +92,23 @@ Deno.test("e2e: the 6th POST from one client within 60 s gets 429 and is not del
   });
 });
 
+Deno.test("e2e: an IPv6 client rotating through its /64 is limited as one client", async () => {
+  await withService({}, async (service, fake) => {
+    for (let i = 1; i <= 5; i++) {
+      const response = await service.post({ message: `m${i}` }, `2001:db8:1:2::${i.toString(16)}`);
+      assert.equal(response.status, 200);
+      await response.body?.cancel();
+    }
+    const rotated = await service.post({ message: "x" }, "2001:db8:1:2:ffff:ffff:ffff:ffff");
+    assert.equal(rotated.status, 429);
+    await rotated.body?.cancel();
+    const neighbour = await service.post({ message: "y" }, "2001:db8:1:3::1");
+    assert.equal(neighbour.status, 200);
+    await neighbour.body?.cancel();
+    assert.equal(fake.delivered.length, 6);
+  });
+});
+
 Deno.test("e2e: 200 concurrent submissions from distinct addresses give 200 whole records and 200 messages", async () => {
   await withService({}, async (service, fake) => {
     const count = 200;
