@@ -200,7 +200,9 @@ Deno.test(`fuzz: ${RUNS} generated requests (seed ${SEED}) all get documented JS
   ) {
     assert.ok((seen[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(seen)}`);
   }
+  // Logs carry no sender data: no name, contact or message fields, no client address.
   for (const log of state.logs) {
-    for (const field of ["name", "contact", "message"]) assert.ok(!(field in log), field);
+    for (const field of ["name", "contact", "message", "ip"]) assert.ok(!(field in log), field);
+    assert.doesNotMatch(JSON.stringify(log), /\b10\.\d+\.\d+\.\d+\b/);
   }
 });
