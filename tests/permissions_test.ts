@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseConfig } from "../lib/config.ts";
 import { serviceFlags } from "../lib/permissions.ts";
-import { mergeSettings } from "../lib/launch.ts";
+import { mergeSettings } from "../lib/settings.ts";
 
 Deno.test("serviceFlags grants the listen address, the API host:port, one file and the settings", () => {
   const flags = serviceFlags(parseConfig({}));
