@@ -179,6 +179,7 @@ Deno.test("with the binary's flags the service delivers and records, and everyth
       "listen elsewhere": "NotCapable",
       "run a program": "NotCapable",
       "system info": "NotCapable",
+      "load a native library": "NotCapable",
     });
     assert.deepEqual(
       Array.from(Deno.readDirSync(state), (entry) => entry.name),
