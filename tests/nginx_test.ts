@@ -170,3 +170,30 @@ http {
     }
   },
 });
+
+Deno.test("examples/nginx.conf proxies exactly the two API paths with the client's address, scheme and limits", async () => {
+  const config = await Deno.readTextFile(EXAMPLE);
+  const directives = config.split("\n").map((line) => line.replace(/#.*/, "").trim()).filter(
+    Boolean,
+  );
+  const locations = directives.filter((line) => line.startsWith("location "));
+  assert.deepEqual(locations, [
+    "location = /api/contact {",
+    "location = /api/health {",
+    "location @contactd_too_large {",
+  ]);
+  for (
+    const line of [
+      "client_max_body_size 16k;",
+      "proxy_set_header X-Real-IP $remote_addr;",
+      "proxy_set_header X-Forwarded-For $remote_addr;",
+      "proxy_set_header X-Forwarded-Proto $scheme;",
+      "proxy_connect_timeout 5s;",
+      "proxy_read_timeout 60s;",
+      "client_body_timeout 10s;",
+    ]
+  ) assert.ok(directives.includes(line), `missing ${line}`);
+  // Appending would keep what the client wrote in front of the real address.
+  assert.ok(!config.includes("$proxy_add_x_forwarded_for;"));
+  assert.equal(directives.filter((line) => line === "proxy_pass http://contactd;").length, 2);
+});
