@@ -8,7 +8,7 @@
  */
 import { formatTimestamp } from "./backup.ts";
 import { type Config, ConfigError, parseConfig } from "./config.ts";
-import { type NeededPermission, permissionGaps } from "./permissions.ts";
+import { type NeededPermission, netAddress, permissionGaps } from "./permissions.ts";
 import type { Settings } from "./settings.ts";
 import { type BotApiOptions, callBotApi, sendNotification } from "./telegram.ts";
 
@@ -76,7 +76,9 @@ function chatIdOf(config: Config): number {
 /** `contactd check`: settings valid, token accepted (`getMe`), chat reachable (`getChat`). */
 export const checkCommand = run("check", async (settings, io) => {
   const { config, options } = api(settings, io);
-  io.out(`settings: ok (listen ${config.host}:${config.port}, backup ${config.messagesFile})`);
+  io.out(
+    `settings: ok (listen ${netAddress(config.host, config.port)}, backup ${config.messagesFile})`,
+  );
   const me = await callBotApi(options, "getMe", {});
   if (!me.ok) {
     const hint = me.errorCode === 401 ? " (wrong or revoked token: ask @BotFather)" : "";

@@ -117,3 +117,11 @@ Deno.test("--version prints the version from deno.json, the one place it is kept
   assert.equal(main.code, 0);
   assert.equal(new TextDecoder().decode(main.stdout), `contactd ${version}\n`);
 });
+
+Deno.test("the README documents every command and the binary's env-file option", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  for (const command of Object.keys(COMMANDS)) {
+    assert.match(readme, new RegExp(`contactd ${command}`));
+  }
+  assert.match(readme, /--env-file PATH/);
+});
