@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseConfig } from "../lib/config.ts";
-import { serviceFlags } from "../lib/permissions.ts";
-import { mergeSettings } from "../lib/launch.ts";
+import { permissionGaps, serviceFlags } from "../lib/permissions.ts";
+import { mergeSettings } from "../lib/settings.ts";
 
 Deno.test("serviceFlags grants the listen address, the API host:port, one file and the settings", () => {
   const flags = serviceFlags(parseConfig({}));
@@ -38,4 +38,35 @@ Deno.test("mergeSettings lets the process environment win over .env and ignores 
     { PORT: "2222", MESSAGES_FILE: undefined },
   );
   assert.deepEqual(merged, { PORT: "2222", HOST: "0.0.0.0" });
+});
+
+Deno.test("serviceFlags grants reading one env file, and refuses a path that would split the list", () => {
+  const flags = serviceFlags(parseConfig({}), { envFile: "/etc/contactd/env" });
+  assert.ok(flags.includes("--allow-read=messages.jsonl,/etc/contactd/env"));
+  assert.ok(flags.includes("--allow-write=messages.jsonl"));
+  for (const envFile of ["", "/etc/a,/etc/shadow", "/etc/a\0"]) {
+    assert.throws(() => serviceFlags(parseConfig({}), { envFile }), RangeError);
+  }
+});
+
+Deno.test("permissionGaps names each setting that asks for more than was granted", () => {
+  const config = parseConfig({
+    PORT: "9000",
+    MESSENGER_API_URL: "http://[::1]:4321",
+    MESSAGES_FILE: "/srv/m.jsonl",
+  });
+  const asked: unknown[] = [];
+  assert.deepEqual(
+    permissionGaps(config, (permission) => {
+      asked.push(permission);
+      return false;
+    }).map((gap) => gap.setting),
+    ["PORT", "MESSENGER_API_URL", "MESSAGES_FILE"],
+  );
+  assert.deepEqual(asked, [
+    { name: "net", host: "127.0.0.1:9000" },
+    { name: "net", host: "[::1]:4321" },
+    { name: "write", path: "/srv/m.jsonl" },
+  ]);
+  assert.deepEqual(permissionGaps(config, () => true), []);
 });
