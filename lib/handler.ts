@@ -45,7 +45,19 @@ export function createHandler(deps: HandlerDeps): Handler {
       if (path === "/" && examplePage !== undefined) {
         return examplePageResponse(examplePage, request.method);
       }
-      if (request.method === "OPTIONS") return preflightResponse(request, allowedOrigins);
+      if (request.method === "OPTIONS") {
+        const response = preflightResponse(request, allowedOrigins);
+        // A refused preflight is the only trace of a misconfigured embedding site: name it.
+        const origin = response.status === 403 ? request.headers.get("origin") : null;
+        deps.log("info", {
+          event: "preflight",
+          status: response.status,
+          ...(origin === null
+            ? {}
+            : { result: "origin_not_allowed", origin: origin.slice(0, 100) }),
+        });
+        return response;
+      }
       return await handleContact(contactDeps, request, info);
     } catch (error) {
       deps.log("error", { event: "internal_error", status: 500, error: describeError(error) });

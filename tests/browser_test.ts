@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { apiError, type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
 import { type Browser, browserInstalled, launchBrowser, type Page } from "./browser.ts";
-import { type Service, startService } from "./service.ts";
+import { freePort, type Service, startService } from "./service.ts";
 
 const TOKEN = "123456789:AAE_browser-test-token";
 const CHAT_ID = 4242;
@@ -270,4 +270,67 @@ Deno.test({
       assert.equal(record!.message, "Plain HTML works");
       assert.equal(fake.delivered.length, 1);
     }),
+});
+
+/** A static site on its own origin serving the example with `action` pointing at contactd. */
+function startStaticSite(contactUrl: string) {
+  const page = Deno.readTextFileSync(new URL("../examples/contact.html", import.meta.url))
+    .replace('action="/api/contact"', `action="${contactUrl}/api/contact"`);
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } }),
+  );
+  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
+Deno.test({
+  name: "browser: a form on another origin works through CORS only when ALLOWED_ORIGINS lists it",
+  ...options,
+  fn: async () => {
+    const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+    const port = freePort();
+    const site = startStaticSite(`http://127.0.0.1:${port}`);
+    const stranger = startStaticSite(`http://127.0.0.1:${port}`);
+    const service = await startService({
+      PORT: String(port),
+      MESSENGER_BOT_TOKEN: TOKEN,
+      MESSENGER_CHAT_ID: String(CHAT_ID),
+      MESSENGER_API_URL: fake.url,
+      ALLOWED_ORIGINS: site.url,
+    });
+    const browser = await launchBrowser();
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(`${site.url}/`);
+      for (let i = 1; i <= 5; i++) {
+        await fill(page, { message: `cross-origin ${i}` });
+        assert.equal((await send(page)).text, "Thank you. Your message was sent.");
+      }
+      await fill(page, { message: "sixth" });
+      // The wait is only known when Retry-After is exposed to the other origin's script.
+      assert.match((await send(page)).text, /Please try again in \d+ seconds\.$/);
+      assert.equal((await service.records()).length, 5);
+
+      const other = await context.newPage();
+      await other.goto(`${stranger.url}/`);
+      await fill(other, { message: "from an unlisted site" });
+      const refused = await send(other);
+      assert.match(refused.text, /^Could not reach the server: your message was not sent\./);
+      assert.equal((await service.records()).length, 5);
+      assert.ok(
+        service.logs().some((log) =>
+          log.event === "preflight" && log.status === 403 && log.origin === stranger.url
+        ),
+      );
+      assert.equal(fake.delivered.length, 5);
+    } finally {
+      await browser.close();
+      assert.equal(await service.stop(), 0);
+      await site.close();
+      await stranger.close();
+      await fake.close();
+      await Deno.remove(service.dir, { recursive: true });
+    }
+  },
 });

@@ -196,6 +196,19 @@ Deno.test("ALLOWED_ORIGINS set: OPTIONS /api/contact answers the preflight witho
   }
   assert.equal((await handler(post({ message: "hi" }, { origin: SITE }), PEER)).status, 200);
   assert.equal(state.lines.length, 1);
+  const refused = await handler(
+    new Request("http://localhost/api/contact", {
+      method: "OPTIONS",
+      headers: { origin: "https://evil.example", "access-control-request-method": "POST" },
+    }),
+    PEER,
+  );
+  assert.equal(refused.status, 403);
+  assert.ok(
+    state.logs.some((log) =>
+      log.event === "preflight" && log.status === 403 && log.origin === "https://evil.example"
+    ),
+  );
 });
 
 Deno.test("GET / serves the example page only when it was given (SERVE_EXAMPLE=1)", async () => {
