@@ -147,22 +147,13 @@ function parseSwitch(name: SettingName, text: string): boolean {
  * normalised to what browsers send in `Origin` (lower-case host, no default port, no slash).
  */
 export function parseAllowedOrigins(text: string): string[] {
-  const result: string[] = [];
-  for (const item of text.split(",")) {
-    const trimmed = item.trim();
-    if (trimmed === "") continue;
-    const origin = parseOrigin(trimmed);
-    if (origin === undefined) {
-      throw new ConfigError(
-        "ALLOWED_ORIGINS",
-        `"ALLOWED_ORIGINS" must be a comma list of origins like https://example.org; "${
-          trimmed.slice(0, 60)
-        }" is not one`,
-      );
-    }
-    if (!result.includes(origin)) result.push(origin);
-  }
-  return result;
+  const origins = parseCommaList(
+    "ALLOWED_ORIGINS",
+    text,
+    parseOrigin,
+    "origins like https://example.org",
+  );
+  return [...new Set(origins)];
 }
 
 function parseOrigin(text: string): string | undefined {
@@ -208,20 +199,33 @@ function parseTimeout(text: string): number {
 function parseTrustedProxies(text: string): Cidr[] {
   // "none": a service exposed without a proxy believes no forwarded header at all.
   if (text.toLowerCase() === "none") return [];
-  const result: Cidr[] = [];
+  return parseCommaList(
+    "TRUSTED_PROXIES",
+    text,
+    (item) => parseCidr(item) ?? undefined,
+    "IP addresses or CIDRs",
+  );
+}
+
+/** Parses each non-blank item of a comma list; the first one `parse` refuses stops start-up. */
+function parseCommaList<T>(
+  setting: SettingName,
+  text: string,
+  parse: (item: string) => T | undefined,
+  expected: string,
+): T[] {
+  const result: T[] = [];
   for (const item of text.split(",")) {
     const trimmed = item.trim();
     if (trimmed === "") continue;
-    const cidr = parseCidr(trimmed);
-    if (cidr === null) {
+    const value = parse(trimmed);
+    if (value === undefined) {
       throw new ConfigError(
-        "TRUSTED_PROXIES",
-        `"TRUSTED_PROXIES" must be a comma list of IP addresses or CIDRs; "${
-          trimmed.slice(0, 60)
-        }" is neither`,
+        setting,
+        `"${setting}" must be a comma list of ${expected}; "${trimmed.slice(0, 60)}" is not one`,
       );
     }
-    result.push(cidr);
+    result.push(value);
   }
   return result;
 }

@@ -91,186 +91,180 @@ async function withWorld(run: (world: World) => Promise<void>) {
 // playwright keeps a pipe to Chromium open between calls, which the sanitizers would report.
 const options = { ignore: SKIP, sanitizeOps: false, sanitizeResources: false };
 
-Deno.test({
-  name: "browser: the example form sends a message, shows success, and it is stored and delivered",
-  ...options,
-  fn: () =>
-    withWorld(async ({ service, fake, visitor }) => {
-      const page = await visitor("198.51.100.10");
-      assert.equal(await page.title(), "Contact");
-      await fill(page, {
-        name: "Ann Browser",
-        contact: "ann@example.org",
-        message: "Hi from Chromium",
-      });
-      await Deno.mkdir(OUTPUT, { recursive: true });
-      await page.screenshot({ path: `${OUTPUT}form-filled.png`, fullPage: true });
+/** A browser test against the example page served by a running service. */
+function browserTest(name: string, run: (world: World) => Promise<void>) {
+  Deno.test({ name: `browser: ${name}`, ...options, fn: () => withWorld(run) });
+}
 
-      const status = await send(page);
-      assert.deepEqual(status, { text: "Thank you. Your message was sent.", kind: "ok" });
-      await page.screenshot({ path: `${OUTPUT}form-sent.png`, fullPage: true });
-      assert.equal(await page.evaluate(`document.querySelector("#contactd-message").value`), "");
+browserTest(
+  "the example form sends a message, shows success, and it is stored and delivered",
+  async ({ service, fake, visitor }) => {
+    const page = await visitor("198.51.100.10");
+    assert.equal(await page.title(), "Contact");
+    await fill(page, {
+      name: "Ann Browser",
+      contact: "ann@example.org",
+      message: "Hi from Chromium",
+    });
+    await Deno.mkdir(OUTPUT, { recursive: true });
+    await page.screenshot({ path: `${OUTPUT}form-filled.png`, fullPage: true });
 
-      const [record, ...rest] = await service.records();
-      assert.equal(rest.length, 0);
-      assert.equal(record!.name, "Ann Browser");
-      assert.equal(record!.contact, "ann@example.org");
-      assert.equal(record!.message, "Hi from Chromium");
-      assert.equal(record!.ip, "198.51.100.10");
-      assert.equal(record!.messenger_ok, true);
-      assert.equal(fake.delivered.length, 1);
-      assert.match(fake.delivered[0]!, /From: Ann Browser[\s\S]*Hi from Chromium/);
+    const status = await send(page);
+    assert.deepEqual(status, { text: "Thank you. Your message was sent.", kind: "ok" });
+    await page.screenshot({ path: `${OUTPUT}form-sent.png`, fullPage: true });
+    assert.equal(await page.evaluate(`document.querySelector("#contactd-message").value`), "");
 
-      // Five more sends from the same visitor: four fit in the limit, the fifth is refused.
-      for (let i = 2; i <= 5; i++) {
-        await fill(page, { message: `message ${i}` });
-        assert.equal((await send(page)).kind, "ok");
-      }
-      await fill(page, { message: "one too many" });
-      const limited = await send(page);
-      assert.equal(limited.kind, "error");
-      assert.match(
-        limited.text,
-        /^Too many messages from your address\. Please try again in \d+ seconds\.$/,
+    const [record, ...rest] = await service.records();
+    assert.equal(rest.length, 0);
+    assert.equal(record!.name, "Ann Browser");
+    assert.equal(record!.contact, "ann@example.org");
+    assert.equal(record!.message, "Hi from Chromium");
+    assert.equal(record!.ip, "198.51.100.10");
+    assert.equal(record!.messenger_ok, true);
+    assert.equal(fake.delivered.length, 1);
+    assert.match(fake.delivered[0]!, /From: Ann Browser[\s\S]*Hi from Chromium/);
+
+    // Five more sends from the same visitor: four fit in the limit, the fifth is refused.
+    for (let i = 2; i <= 5; i++) {
+      await fill(page, { message: `message ${i}` });
+      assert.equal((await send(page)).kind, "ok");
+    }
+    await fill(page, { message: "one too many" });
+    const limited = await send(page);
+    assert.equal(limited.kind, "error");
+    assert.match(
+      limited.text,
+      /^Too many messages from your address\. Please try again in \d+ seconds\.$/,
+    );
+    assert.equal(
+      await page.evaluate(`document.querySelector("#contactd-message").value`),
+      "one too many",
+    );
+    await page.screenshot({ path: `${OUTPUT}rate-limited.png`, fullPage: true });
+    assert.equal((await service.records()).length, 5);
+    assert.equal(fake.delivered.length, 5);
+  },
+);
+
+browserTest(
+  "the form says 'could not deliver' when the Bot API fails, and keeps the button usable",
+  async ({ service, fake, visitor }) => {
+    const page = await visitor("198.51.100.20");
+    fake.script.push(apiError(500, "Internal Server Error"));
+    await fill(page, { message: "API is down" });
+    const failed = await send(page);
+    assert.equal(failed.kind, "error");
+    assert.match(failed.text, /^Your message was saved but could not be delivered right now\./);
+    const [record] = await service.records();
+    assert.equal(record!.messenger_ok, false);
+    await page.screenshot({ path: `${OUTPUT}delivery-failed.png`, fullPage: true });
+
+    // A hanging API: the button is disabled while sending, then the timeout is reported.
+    fake.script.push("hang");
+    await fill(page, { message: "API hangs" });
+    const button = page.locator("button[type=submit]");
+    await button.click();
+    await page.locator("button[type=submit]:disabled").waitFor();
+    assert.equal(await page.locator(STATUS).textContent(), "Sending…");
+    await page.locator(DONE).waitFor();
+    assert.match((await page.locator(STATUS).textContent())!, /could not be delivered/);
+    assert.equal(await button.isDisabled(), false);
+    assert.equal((await service.records())[1]!.messenger_error, "timeout");
+  },
+);
+
+browserTest(
+  "over-long fields, network errors and the honeypot get honest words",
+  async ({ service, fake, visitor }) => {
+    const page = await visitor("198.51.100.30");
+    // maxlength stops typing at the limit; a page without it meets the server's limit.
+    await page.evaluate(
+      `document.querySelector("#contactd-message").removeAttribute("maxlength")`,
+    );
+    await fill(page, { message: "x".repeat(4001) });
+    const tooLong = await send(page);
+    assert.equal(tooLong.text, "Your message is too long: at most 4000 characters.");
+    assert.equal(await page.locator("#contactd-message").getAttribute("aria-invalid"), "true");
+    assert.equal(await page.evaluate(`document.activeElement.id`), "contactd-message");
+
+    await page.route("**/api/contact", (route) => route.abort());
+    await fill(page, { message: "offline" });
+    const offline = await send(page);
+    assert.equal(offline.kind, "error");
+    assert.match(offline.text, /^Could not reach the server: your message was not sent\./);
+
+    const bot = await visitor("198.51.100.31");
+    await bot.evaluate(`document.querySelector("#contactd-website").value = "https://spam"`);
+    await fill(bot, { message: "buy now" });
+    assert.equal((await send(bot)).kind, "ok"); // a bot must not learn it was caught
+    assert.equal((await service.records()).length, 0);
+    assert.equal(fake.calls.length, 0);
+  },
+);
+
+browserTest(
+  "the honeypot is hidden and never focused by keyboard; the page fits a phone",
+  async ({ visitor }) => {
+    const page = await visitor("198.51.100.40");
+    await page.locator("#contactd-name").focus();
+    const order: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      order.push(
+        await page.evaluate(`document.activeElement.id || document.activeElement.tagName`),
       );
-      assert.equal(
-        await page.evaluate(`document.querySelector("#contactd-message").value`),
-        "one too many",
-      );
-      await page.screenshot({ path: `${OUTPUT}rate-limited.png`, fullPage: true });
-      assert.equal((await service.records()).length, 5);
-      assert.equal(fake.delivered.length, 5);
-    }),
-});
-
-Deno.test({
-  name:
-    "browser: the form says 'could not deliver' when the Bot API fails, and keeps the button usable",
-  ...options,
-  fn: () =>
-    withWorld(async ({ service, fake, visitor }) => {
-      const page = await visitor("198.51.100.20");
-      fake.script.push(apiError(500, "Internal Server Error"));
-      await fill(page, { message: "API is down" });
-      const failed = await send(page);
-      assert.equal(failed.kind, "error");
-      assert.match(failed.text, /^Your message was saved but could not be delivered right now\./);
-      const [record] = await service.records();
-      assert.equal(record!.messenger_ok, false);
-      await page.screenshot({ path: `${OUTPUT}delivery-failed.png`, fullPage: true });
-
-      // A hanging API: the button is disabled while sending, then the timeout is reported.
-      fake.script.push("hang");
-      await fill(page, { message: "API hangs" });
-      const button = page.locator("button[type=submit]");
-      await button.click();
-      await page.locator("button[type=submit]:disabled").waitFor();
-      assert.equal(await page.locator(STATUS).textContent(), "Sending…");
-      await page.locator(DONE).waitFor();
-      assert.match((await page.locator(STATUS).textContent())!, /could not be delivered/);
-      assert.equal(await button.isDisabled(), false);
-      assert.equal((await service.records())[1]!.messenger_error, "timeout");
-    }),
-});
-
-Deno.test({
-  name: "browser: over-long fields, network errors and the honeypot get honest words",
-  ...options,
-  fn: () =>
-    withWorld(async ({ service, fake, visitor }) => {
-      const page = await visitor("198.51.100.30");
-      // maxlength stops typing at the limit; a page without it meets the server's limit.
+      await page.keyboard.press("Tab");
+    }
+    assert.deepEqual(order.slice(0, 4), [
+      "contactd-name",
+      "contactd-contact",
+      "contactd-message",
+      "BUTTON",
+    ]);
+    assert.ok(!order.includes("contactd-website"));
+    const trap = page.locator("#contactd-website");
+    assert.equal(await trap.getAttribute("tabindex"), "-1");
+    assert.equal(await trap.getAttribute("autocomplete"), "off");
+    assert.equal(await trap.getAttribute("type"), "text");
+    assert.equal(
       await page.evaluate(
-        `document.querySelector("#contactd-message").removeAttribute("maxlength")`,
-      );
-      await fill(page, { message: "x".repeat(4001) });
-      const tooLong = await send(page);
-      assert.equal(tooLong.text, "Your message is too long: at most 4000 characters.");
-      assert.equal(await page.locator("#contactd-message").getAttribute("aria-invalid"), "true");
-      assert.equal(await page.evaluate(`document.activeElement.id`), "contactd-message");
+        `!!document.querySelector("#contactd-website").closest("[aria-hidden=true]")`,
+      ),
+      true,
+    );
+    const box = await trap.boundingBox();
+    assert.ok(box === null || box.x + box.width <= 0, JSON.stringify(box));
+    for (const id of ["contactd-name", "contactd-contact", "contactd-message"]) {
+      assert.ok(await page.evaluate(`!!document.querySelector("label[for=${id}]")`), id);
+    }
+    assert.equal(await page.locator(STATUS).getAttribute("aria-live"), "polite");
 
-      await page.route("**/api/contact", (route) => route.abort());
-      await fill(page, { message: "offline" });
-      const offline = await send(page);
-      assert.equal(offline.kind, "error");
-      assert.match(offline.text, /^Could not reach the server: your message was not sent\./);
+    const phone = await visitor("198.51.100.41", { phone: true });
+    await fill(phone, { name: "Phone", message: "Sent from a narrow screen" });
+    assert.equal((await send(phone)).kind, "ok");
+    assert.equal(await phone.evaluate(`document.documentElement.scrollWidth`), 375);
+    const button = await phone.locator("button[type=submit]").boundingBox();
+    assert.ok(button !== null && button.x >= 0 && button.x + button.width <= 375);
+    await phone.screenshot({ path: `${OUTPUT}phone.png`, fullPage: true });
+  },
+);
 
-      const bot = await visitor("198.51.100.31");
-      await bot.evaluate(`document.querySelector("#contactd-website").value = "https://spam"`);
-      await fill(bot, { message: "buy now" });
-      assert.equal((await send(bot)).kind, "ok"); // a bot must not learn it was caught
-      assert.equal((await service.records()).length, 0);
-      assert.equal(fake.calls.length, 0);
-    }),
-});
-
-Deno.test({
-  name: "browser: the honeypot is hidden and never focused by keyboard; the page fits a phone",
-  ...options,
-  fn: () =>
-    withWorld(async ({ visitor }) => {
-      const page = await visitor("198.51.100.40");
-      await page.locator("#contactd-name").focus();
-      const order: string[] = [];
-      for (let i = 0; i < 6; i++) {
-        order.push(
-          await page.evaluate(`document.activeElement.id || document.activeElement.tagName`),
-        );
-        await page.keyboard.press("Tab");
-      }
-      assert.deepEqual(order.slice(0, 4), [
-        "contactd-name",
-        "contactd-contact",
-        "contactd-message",
-        "BUTTON",
-      ]);
-      assert.ok(!order.includes("contactd-website"));
-      const trap = page.locator("#contactd-website");
-      assert.equal(await trap.getAttribute("tabindex"), "-1");
-      assert.equal(await trap.getAttribute("autocomplete"), "off");
-      assert.equal(await trap.getAttribute("type"), "text");
-      assert.equal(
-        await page.evaluate(
-          `!!document.querySelector("#contactd-website").closest("[aria-hidden=true]")`,
-        ),
-        true,
-      );
-      const box = await trap.boundingBox();
-      assert.ok(box === null || box.x + box.width <= 0, JSON.stringify(box));
-      for (const id of ["contactd-name", "contactd-contact", "contactd-message"]) {
-        assert.ok(await page.evaluate(`!!document.querySelector("label[for=${id}]")`), id);
-      }
-      assert.equal(await page.locator(STATUS).getAttribute("aria-live"), "polite");
-
-      const phone = await visitor("198.51.100.41", { phone: true });
-      await fill(phone, { name: "Phone", message: "Sent from a narrow screen" });
-      assert.equal((await send(phone)).kind, "ok");
-      assert.equal(await phone.evaluate(`document.documentElement.scrollWidth`), 375);
-      const button = await phone.locator("button[type=submit]").boundingBox();
-      assert.ok(button !== null && button.x >= 0 && button.x + button.width <= 375);
-      await phone.screenshot({ path: `${OUTPUT}phone.png`, fullPage: true });
-    }),
-});
-
-Deno.test({
-  name: "browser: without JavaScript the form posts urlencoded and the visitor reads plain text",
-  ...options,
-  fn: () =>
-    withWorld(async ({ service, fake, visitor }) => {
-      const page = await visitor("198.51.100.50", { javaScriptEnabled: false });
-      await fill(page, { name: "No Script", message: "Plain HTML works" });
-      await page.locator("button[type=submit]").click();
-      await page.waitForURL(/\/api\/contact$/);
-      assert.equal(
-        (await page.locator("body").textContent())?.trim(),
-        "Thank you. Your message was sent.",
-      );
-      const [record] = await service.records();
-      assert.equal(record!.name, "No Script");
-      assert.equal(record!.message, "Plain HTML works");
-      assert.equal(fake.delivered.length, 1);
-    }),
-});
+browserTest(
+  "without JavaScript the form posts urlencoded and the visitor reads plain text",
+  async ({ service, fake, visitor }) => {
+    const page = await visitor("198.51.100.50", { javaScriptEnabled: false });
+    await fill(page, { name: "No Script", message: "Plain HTML works" });
+    await page.locator("button[type=submit]").click();
+    await page.waitForURL(/\/api\/contact$/);
+    assert.equal(
+      (await page.locator("body").textContent())?.trim(),
+      "Thank you. Your message was sent.",
+    );
+    const [record] = await service.records();
+    assert.equal(record!.name, "No Script");
+    assert.equal(record!.message, "Plain HTML works");
+    assert.equal(fake.delivered.length, 1);
+  },
+);
 
 /** A static site on its own origin serving the example with `action` pointing at contactd. */
 function startStaticSite(contactUrl: string) {
