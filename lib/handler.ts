@@ -3,7 +3,8 @@
  *
  * @module
  */
-import { type ContactDeps, handleContact, type PeerInfo } from "./contact.ts";
+import { formAnswers, jsonAnswers } from "./answer.ts";
+import { bodyKind, type ContactDeps, handleContact, type PeerInfo } from "./contact.ts";
 import { preflightResponse } from "./cors.ts";
 import { errorResponse, jsonResponse } from "./errors.ts";
 import { examplePageResponse } from "./example_page.ts";
@@ -61,7 +62,9 @@ export function createHandler(deps: HandlerDeps): Handler {
       return await handleContact(contactDeps, request, info);
     } catch (error) {
       deps.log("error", { event: "internal_error", status: 500, error: describeError(error) });
-      return errorResponse("internal");
+      // A browser without JavaScript reads this answer as a page: plain text, not JSON.
+      const form = bodyKind(request.headers.get("content-type")) === "form";
+      return (form ? formAnswers() : jsonAnswers()).error("internal");
     }
   };
 }

@@ -229,3 +229,11 @@ Deno.test("GET / serves the example page only when it was given (SERVE_EXAMPLE=1
   const proto = await setup().handler(new Request("http://localhost/__proto__"), PEER);
   assert.equal(proto.status, 404);
 });
+
+Deno.test("an unexpected error during a urlencoded POST answers 500 in plain text", async () => {
+  const { handler } = setup({ deliver: () => Promise.reject(new Error("boom")) });
+  const response = await handler(postForm({ message: "m", _redirect_error: "/sorry" }), PEER);
+  assert.equal(response.status, 500);
+  assert.equal(response.headers.get("content-type"), "text/plain; charset=utf-8");
+  assert.equal(await response.text(), "Something went wrong; your message was not accepted.\n");
+});
