@@ -8,6 +8,7 @@
 import { type Appender, openBackupFile } from "./lib/backup.ts";
 import { runCli } from "./lib/cli.ts";
 import { ConfigError, parseConfig } from "./lib/config.ts";
+import { EXAMPLE_PAGE_URL } from "./lib/example_page.ts";
 import { createHandler } from "./lib/handler.ts";
 import { createLogger, describeError, type Logger } from "./lib/log.ts";
 import { RateLimiter } from "./lib/rate_limit.ts";
@@ -68,6 +69,19 @@ async function serve(settings: Settings): Promise<number> {
     return 1;
   }
 
+  let examplePage: Uint8Array | undefined;
+  if (config.serveExample) {
+    try {
+      // Read once: the handler serves these bytes and never touches the file system.
+      examplePage = await Deno.readFile(EXAMPLE_PAGE_URL);
+    } catch (error) {
+      log("error", { event: "example_read_failed", error: describeError(error) });
+      await backup.close();
+      return 1;
+    }
+    log("info", { event: "serving_example", path: "/" });
+  }
+
   const { messenger } = config;
   const handler = createHandler({
     now: () => new Date(),
@@ -84,6 +98,8 @@ async function serve(settings: Settings): Promise<number> {
       }, text),
     append: (line) => backup.append(line),
     log,
+    allowedOrigins: config.allowedOrigins,
+    examplePage,
   });
 
   let server: Deno.HttpServer<Deno.NetAddr>;

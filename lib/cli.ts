@@ -31,6 +31,8 @@ export const SETTING_HELP: Record<SettingName, string> = {
   MESSENGER_API_URL: "Bot API base URL",
   TRUSTED_PROXIES: 'addresses/CIDRs whose X-Real-IP/X-Forwarded-For are believed, or "none"',
   MESSENGER_TIMEOUT_MS: "time limit of one Bot API call, 100 to 120000 ms",
+  ALLOWED_ORIGINS: "origins (comma list) whose pages may post: CORS, Origin check, redirects",
+  SERVE_EXAMPLE: "1 serves examples/contact.html at / for trying contactd out (not in the binary)",
 };
 
 /** What the command line asked for. */

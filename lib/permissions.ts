@@ -5,9 +5,13 @@
  * @module
  */
 import { type Config, SETTING_NAMES, type SettingName } from "./config.ts";
+import { examplePagePath } from "./example_page.ts";
 
 /** The parts of the configuration that decide what the service may touch. */
-export type PermissionInputs = Pick<Config, "host" | "port" | "apiUrl" | "messagesFile">;
+export type PermissionInputs = Pick<
+  Config,
+  "host" | "port" | "apiUrl" | "messagesFile" | "serveExample"
+>;
 
 /** Extra grants beyond the configuration. */
 export interface FlagOptions {
@@ -30,8 +34,8 @@ export function apiAddress(apiUrl: string): string {
 
 /**
  * The flags of `deno run`/`deno compile`: listen on one address, call one API host, read and
- * write one file, read only the named settings (and one env file when given). Nothing else (no
- * run, ffi, sys, import).
+ * write one file, read only the named settings, one env file when given, and the example page
+ * with `SERVE_EXAMPLE=1`. Nothing else (no run, ffi, sys, import).
  */
 export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}): string[] {
   const envFile = options.envFile;
@@ -42,8 +46,15 @@ export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}
   return [
     "--no-prompt",
     `--allow-net=${netAddress(config.host, config.port)},${apiAddress(config.apiUrl)}`,
-    // Read: fstat of the open file (mode check) and noticing a rotated file.
-    `--allow-read=${[config.messagesFile, ...(envFile === undefined ? [] : [envFile])].join(",")}`,
+    // Read: fstat of the open file (mode check) and noticing a rotated file; the env file of
+    // `--env-file`; the example page (read once at start-up) only when it is served.
+    `--allow-read=${
+      [
+        config.messagesFile,
+        ...(envFile === undefined ? [] : [envFile]),
+        ...(config.serveExample ? [examplePagePath()] : []),
+      ].join(",")
+    }`,
     `--allow-write=${config.messagesFile}`,
     `--allow-env=${SETTING_NAMES.join(",")}`,
   ];
@@ -88,6 +99,14 @@ export function permissionGaps(
       `"MESSAGES_FILE": this build may not write ${config.messagesFile}`,
     ],
   ];
+  if (config.serveExample) {
+    // A binary is built without the page's read permission: trying the form is for `deno task start`.
+    needs.push([
+      "SERVE_EXAMPLE",
+      { name: "read", path: examplePagePath() },
+      `"SERVE_EXAMPLE": this build may not read the example page`,
+    ]);
+  }
   return needs.filter(([, permission]) => !granted(permission)).map(([setting, , message]) => ({
     setting,
     message: `${message}; build with this setting (deno task compile) or change it back`,

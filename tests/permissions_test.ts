@@ -11,8 +11,17 @@ Deno.test("serviceFlags grants the listen address, the API host:port, one file a
     "--allow-read=messages.jsonl",
     "--allow-write=messages.jsonl",
     "--allow-env=MESSENGER_BOT_TOKEN,MESSENGER_CHAT_ID,MESSAGES_FILE,HOST,PORT," +
-    "MESSENGER_API_URL,TRUSTED_PROXIES,MESSENGER_TIMEOUT_MS",
+    "MESSENGER_API_URL,TRUSTED_PROXIES,MESSENGER_TIMEOUT_MS,ALLOWED_ORIGINS,SERVE_EXAMPLE",
   ]);
+});
+
+Deno.test("serviceFlags lets the service read the example page only with SERVE_EXAMPLE=1", async () => {
+  const page = new URL("../examples/contact.html", import.meta.url).pathname;
+  assert.ok((await Deno.stat(page)).isFile);
+  const serving = serviceFlags(parseConfig({ SERVE_EXAMPLE: "1" }));
+  assert.ok(serving.includes(`--allow-read=messages.jsonl,${page}`));
+  assert.ok(serving.includes("--allow-write=messages.jsonl"));
+  assert.ok(!serviceFlags(parseConfig({})).some((flag) => flag.includes("contact.html")));
 });
 
 Deno.test("serviceFlags follows the configured values, IPv6 in brackets", () => {
