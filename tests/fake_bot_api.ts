@@ -163,6 +163,14 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
         });
       case "getUpdates":
         return ok(fake.updates);
+      case "getChat":
+        return String(body.chat_id) === String(options.chatId)
+          ? ok(
+            options.chatId < 0
+              ? { id: options.chatId, type: "supergroup", title: "contactd test group" }
+              : { id: options.chatId, type: "private", first_name: "Test" },
+          )
+          : reply(apiError(400, "Bad Request: chat not found"));
       case "sendMessage":
         return sendMessage(body);
       default:

@@ -195,13 +195,14 @@ export async function runToExit(settings: Record<string, string>, cwd?: string) 
 }
 
 /**
- * Prepares `dir` for a service running as `nobody`: a world-readable copy of main.ts and lib/
+ * Prepares `dir` for a service running as `nobody`: a world-readable copy of main.ts, deno.json and lib/
  * (the checkout may sit under a private home), a Deno binary it may execute, and `dir` owned by
  * `nobody` so it can create its backup file and cache there.
  */
 async function unprivilegedCommand(dir: string): Promise<{ cmd: string; pre: string[] }> {
   await Deno.mkdir(`${dir}/src/lib`, { recursive: true });
   await Deno.copyFile(MAIN, `${dir}/src/main.ts`);
+  await Deno.copyFile(new URL("../deno.json", import.meta.url), `${dir}/src/deno.json`);
   for await (const entry of Deno.readDir(LIB)) {
     if (entry.isFile) await Deno.copyFile(`${LIB}${entry.name}`, `${dir}/src/lib/${entry.name}`);
   }
