@@ -1,26 +1,31 @@
 /**
- * contactd: wiring only. Reads the configuration, builds the real dependencies, serves, and
- * stops gracefully on SIGTERM/SIGINT. Every rule lives in `lib/`.
+ * contactd: wiring only. Hands the command line to `lib/cli.ts` with the real I/O; `serve`
+ * builds the real dependencies, serves, and stops gracefully on SIGTERM/SIGINT. Every rule
+ * lives in `lib/`.
  *
  * @module
  */
 import { type Appender, openBackupFile } from "./lib/backup.ts";
 import { withBackoff } from "./lib/backoff.ts";
-import { ConfigError, parseConfig, SETTING_NAMES } from "./lib/config.ts";
+import { runCli } from "./lib/cli.ts";
+import { ConfigError, parseConfig } from "./lib/config.ts";
+import { EXAMPLE_PAGE_URL } from "./lib/example_page.ts";
 import { createHandler } from "./lib/handler.ts";
 import { createLogger, describeError, type Logger } from "./lib/log.ts";
 import { tallyRefusals } from "./lib/log_tally.ts";
 import { RateLimiter } from "./lib/rate_limit.ts";
+import { type NeededPermission, permissionGaps } from "./lib/permissions.ts";
+import type { Settings } from "./lib/settings.ts";
 import { sendNotification } from "./lib/telegram.ts";
+import denoJson from "./deno.json" with { type: "json" };
 
 const encoder = new TextEncoder();
 
-function readSettings(): Record<string, string | undefined> {
-  return Object.fromEntries(SETTING_NAMES.map((name) => [name, Deno.env.get(name)]));
-}
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const granted = (permission: NeededPermission) =>
+  Deno.permissions.querySync(permission).state === "granted";
 
-async function main(): Promise<number> {
-  const settings = readSettings();
+async function serve(settings: Settings): Promise<number> {
   const token = settings.MESSENGER_BOT_TOKEN?.trim();
   const log: Logger = createLogger(
     (line, level) => (level === "info" ? Deno.stdout : Deno.stderr).writeSync(encoder.encode(line)),
@@ -36,6 +41,12 @@ async function main(): Promise<number> {
     log("error", { event: "config_invalid", setting: error.setting, error: error.message });
     return 1;
   }
+  // A compiled binary's permissions are fixed at build time: refuse settings beyond them now.
+  const gaps = permissionGaps(config, granted);
+  for (const gap of gaps) {
+    log("error", { event: "config_invalid", setting: gap.setting, error: gap.message });
+  }
+  if (gaps.length > 0) return 1;
   if (config.messenger === undefined) {
     log("warn", {
       event: "not_configured",
@@ -60,6 +71,19 @@ async function main(): Promise<number> {
     return 1;
   }
 
+  let examplePage: Uint8Array | undefined;
+  if (config.serveExample) {
+    try {
+      // Read once: the handler serves these bytes and never touches the file system.
+      examplePage = await Deno.readFile(EXAMPLE_PAGE_URL);
+    } catch (error) {
+      log("error", { event: "example_read_failed", error: describeError(error) });
+      await backup.close();
+      return 1;
+    }
+    log("info", { event: "serving_example", path: "/" });
+  }
+
   const { messenger } = config;
   const tally = tallyRefusals(log);
   const summaries = setInterval(tally.flush, 10_000);
@@ -75,10 +99,12 @@ async function main(): Promise<number> {
         chatId: messenger.chatId,
         timeoutMs: config.timeoutMs,
         fetch,
-        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        sleep,
       }, text), () => performance.now()),
     append: (line) => backup.append(line),
     log: tally.log,
+    allowedOrigins: config.allowedOrigins,
+    examplePage,
   });
 
   let server: Deno.HttpServer<Deno.NetAddr>;
@@ -105,6 +131,9 @@ async function main(): Promise<number> {
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
+  // A file-size limit (RLIMIT_FSIZE, systemd LimitFSIZE=) must fail the write, not kill the
+  // process: with SIGXFSZ handled, the write returns EFBIG and the answer stays honest.
+  Deno.addSignalListener("SIGXFSZ", () => {});
 
   await server.finished;
   clearInterval(summaries);
@@ -114,4 +143,23 @@ async function main(): Promise<number> {
   return 0;
 }
 
-if (import.meta.main) Deno.exit(await main());
+const line = (stream: { writeSync(bytes: Uint8Array): number }) => (text: string) => {
+  stream.writeSync(encoder.encode(`${text}\n`));
+};
+
+if (import.meta.main) {
+  Deno.exit(
+    await runCli(Deno.args, {
+      version: denoJson.version,
+      env: (name) => Deno.env.get(name),
+      readTextFile: (path) => Deno.readTextFile(path),
+      fetch,
+      now: () => new Date(),
+      sleep,
+      granted,
+      out: line(Deno.stdout),
+      err: line(Deno.stderr),
+      serve,
+    }),
+  );
+}

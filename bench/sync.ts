@@ -76,7 +76,7 @@ export async function measureSync(): Promise<string> {
       );
       floorFile.close();
       for (const make of [createAppender, createGroupAppender]) {
-        const appender = make(slowed(await open(), extra));
+        const appender = make({ file: slowed(await open(), extra), id: "", endsMidLine: false });
         results.push(await rate(() => appender.append(TEXT)));
         await appender.close();
       }

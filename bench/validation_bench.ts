@@ -1,5 +1,5 @@
 /** Micro-benchmarks of the body's way through validation (`deno bench`). */
-import { isJsonContentType } from "../lib/contact.ts";
+import { bodyKind } from "../lib/contact.ts";
 import { decodeJson, parseSubmission } from "../lib/submission.ts";
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
@@ -38,6 +38,6 @@ Deno.bench("validation: an invalid body (400)", { group: "validation" }, () => {
   validate(INVALID);
 });
 Deno.bench("validation: Content-Type check", () => {
-  isJsonContentType("application/json");
-  isJsonContentType("Application/JSON; charset=utf-8");
+  bodyKind("application/json");
+  bodyKind("Application/JSON; charset=utf-8");
 });

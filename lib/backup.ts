@@ -43,56 +43,156 @@ export interface WritableFile {
   close(): void;
 }
 
+/** A file just opened by a {@linkcode FileSource}. */
+export interface OpenedFile {
+  readonly file: WritableFile;
+  /** Identity of the opened file (`dev:ino`), compared with {@linkcode FileSource.identify}. */
+  readonly id: string;
+  /** The file's last byte is not a newline: a torn line left by a crash or a full disk. */
+  readonly endsMidLine: boolean;
+}
+
+/** Where an appender (re)opens its file: the configured path. */
+export interface FileSource {
+  /** Identity of what the path names now, or `null` when nothing is there. */
+  identify(): Promise<string | null>;
+  /** Opens the path for append, creating it with mode 0600. */
+  open(): Promise<OpenedFile>;
+}
+
 /**
  * Opens `path` for append, creating it with mode 0600. Throws at once if it cannot be opened,
- * so a bad path stops start-up instead of losing the first message. `onLoose` is told when an
- * existing file is readable or writable by group or others.
+ * so a bad path stops start-up instead of losing the first message. `onLoose` is told when a
+ * file it opens (at start or after a rotation) is readable or writable by group or others.
  */
 export async function openBackupFile(
   path: string,
   onLoose: (mode: number) => void = () => {},
 ): Promise<Appender> {
-  const file = await Deno.open(path, { append: true, create: true, mode: 0o600 });
-  const { mode } = await file.stat();
-  if (mode !== null && (mode & 0o077) !== 0) onLoose(mode & 0o777);
-  // Concurrent records share one write and one fsync (see bench/sync.ts for what it pays).
-  return createGroupAppender(file);
+  const source = backupFileSource(path, onLoose);
+  // Concurrent records share one write and one fsync (bench/sync.ts measures what it pays).
+  return createGroupAppender(await source.open(), source);
+}
+
+/** The real {@linkcode FileSource} of `path`; needs read and write permission on it only. */
+export function backupFileSource(path: string, onLoose: (mode: number) => void): FileSource {
+  return {
+    async identify() {
+      try {
+        return identity(await Deno.stat(path));
+      } catch (error) {
+        if (error instanceof Deno.errors.NotFound) return null;
+        throw error;
+      }
+    },
+    async open() {
+      // Read too: to see whether an earlier run left a torn last line.
+      const file = await Deno.open(path, { read: true, append: true, create: true, mode: 0o600 });
+      try {
+        const info = await file.stat();
+        if (info.mode !== null && (info.mode & 0o077) !== 0) onLoose(info.mode & 0o777);
+        let endsMidLine = false;
+        if (info.size > 0) {
+          const last = new Uint8Array(1);
+          await file.seek(info.size - 1, Deno.SeekMode.Start);
+          endsMidLine = (await file.read(last)) === 1 && last[0] !== 0x0a;
+        }
+        return { file, id: identity(info), endsMidLine };
+      } catch (error) {
+        file.close();
+        throw error;
+      }
+    },
+  };
+}
+
+function identity(info: Deno.FileInfo): string {
+  // Without inode numbers (Windows) a rotation cannot be noticed; the path is assumed current.
+  return info.ino === null ? "" : `${info.dev}:${info.ino}`;
 }
 
 const encoder = new TextEncoder();
 
-/**
- * Serialises appends on one file. After a failed write the next line starts with a newline,
- * so a torn fragment (e.g. disk full mid-line) never glues onto the next whole record.
- */
-export function createAppender(file: WritableFile): Appender {
-  let queue: Promise<void> = Promise.resolve();
-  let torn = false;
+/** The backup file as appenders see it: reopened after a rotation, torn lines tracked. */
+export interface TrackedFile {
+  /**
+   * Writes `text` whole to the current file and syncs it. After a failed write the next text
+   * starts with a newline, so a torn fragment (e.g. disk full mid-line, or a crash) never glues
+   * onto the next whole record. Rejects if the text was not written whole and synced.
+   */
+  writeSynced(text: string): Promise<void>;
+  /** Closes the current file, if one is open. */
+  close(): void;
+}
 
-  const writeLine = async (line: string): Promise<void> => {
-    const bytes = encoder.encode(torn ? "\n" + line : line);
-    let written = 0;
-    try {
-      while (written < bytes.byteLength) {
-        written += await file.write(bytes.subarray(written));
-      }
-    } catch (error) {
-      if (written > 0) torn = true;
-      throw error;
+/**
+ * Tracks the open backup file. With a `source`, each write first checks that the path still
+ * names the open file; if it was renamed away, removed or replaced, the path is opened afresh
+ * (created 0600), so a rotated file is never written after the rotation is noticed. If that
+ * open fails, the write fails and the next one tries again: recovery is automatic once the
+ * fault clears.
+ */
+export function trackFile(opened: OpenedFile, source?: FileSource): TrackedFile {
+  let current: OpenedFile | undefined = opened;
+  let torn = opened.endsMidLine;
+
+  const currentFile = async (): Promise<WritableFile> => {
+    if (current !== undefined && (source === undefined || await source.identify() === current.id)) {
+      return current.file;
     }
-    torn = false;
-    await file.syncData();
+    if (current !== undefined) {
+      const old = current.file;
+      current = undefined;
+      try {
+        old.close();
+      } catch {
+        // Already unusable; the new file is what matters.
+      }
+    }
+    current = await source!.open();
+    torn = current.endsMidLine;
+    return current.file;
   };
 
   return {
+    async writeSynced(text) {
+      const file = await currentFile();
+      const bytes = encoder.encode(torn ? "\n" + text : text);
+      let written = 0;
+      try {
+        while (written < bytes.byteLength) {
+          written += await file.write(bytes.subarray(written));
+        }
+      } catch (error) {
+        if (written > 0) torn = true;
+        throw error;
+      }
+      torn = false;
+      await file.syncData();
+    },
+    close() {
+      current?.file.close();
+      current = undefined;
+    },
+  };
+}
+
+/**
+ * Serialises appends on one file: one write and one sync per line, in order (see
+ * {@linkcode trackFile} for rotation and torn lines).
+ */
+export function createAppender(opened: OpenedFile, source?: FileSource): Appender {
+  const tracked = trackFile(opened, source);
+  let queue: Promise<void> = Promise.resolve();
+  return {
     append(line) {
-      const done = queue.then(() => writeLine(line));
+      const done = queue.then(() => tracked.writeSynced(line));
       queue = done.catch(() => {});
       return done;
     },
     async close() {
       await queue;
-      file.close();
+      tracked.close();
     },
   };
 }

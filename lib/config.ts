@@ -15,6 +15,8 @@ export const SETTING_NAMES = [
   "MESSENGER_API_URL",
   "TRUSTED_PROXIES",
   "MESSENGER_TIMEOUT_MS",
+  "ALLOWED_ORIGINS",
+  "SERVE_EXAMPLE",
 ] as const;
 
 /** One of {@linkcode SETTING_NAMES}. */
@@ -28,6 +30,8 @@ export const DEFAULTS = {
   MESSENGER_API_URL: "https://api.telegram.org",
   TRUSTED_PROXIES: "127.0.0.1/8,::1",
   MESSENGER_TIMEOUT_MS: "10000",
+  ALLOWED_ORIGINS: "",
+  SERVE_EXAMPLE: "0",
 } as const;
 
 /** The bot credential and chat, present only when both are set. */
@@ -51,6 +55,13 @@ export interface Config {
   readonly trustedProxies: readonly Cidr[];
   /** Time limit of one Bot API call. */
   readonly timeoutMs: number;
+  /**
+   * Origins (`scheme://host[:port]`) allowed to post from other sites; empty means no CORS and
+   * no `Origin` check.
+   */
+  readonly allowedOrigins: readonly string[];
+  /** Serve `examples/contact.html` at `/` (for trying the service out). */
+  readonly serveExample: boolean;
 }
 
 /** A setting that is present but malformed. The message names the setting and fits one line. */
@@ -120,7 +131,39 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     apiUrl: parseApiUrl(get("MESSENGER_API_URL") ?? DEFAULTS.MESSENGER_API_URL),
     trustedProxies: parseTrustedProxies(get("TRUSTED_PROXIES") ?? DEFAULTS.TRUSTED_PROXIES),
     timeoutMs: parseTimeout(get("MESSENGER_TIMEOUT_MS") ?? DEFAULTS.MESSENGER_TIMEOUT_MS),
+    allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
+    serveExample: parseSwitch("SERVE_EXAMPLE", get("SERVE_EXAMPLE") ?? DEFAULTS.SERVE_EXAMPLE),
   };
+}
+
+/** `1` or `0`, nothing else: a typo must not silently mean either. */
+function parseSwitch(name: SettingName, text: string): boolean {
+  if (text === "1" || text === "0") return text === "1";
+  throw new ConfigError(name, `"${name}" must be 1 or 0`);
+}
+
+/**
+ * A comma list of origins such as `https://example.org,https://www.example.org:8443`, each
+ * normalised to what browsers send in `Origin` (lower-case host, no default port, no slash).
+ */
+export function parseAllowedOrigins(text: string): string[] {
+  const origins = parseCommaList(
+    "ALLOWED_ORIGINS",
+    text,
+    parseOrigin,
+    "origins like https://example.org",
+  );
+  return [...new Set(origins)];
+}
+
+function parseOrigin(text: string): string | undefined {
+  // Only a bare origin: a path or query would suggest a finer match than `Origin` can give.
+  if (!/^https?:\/\/[^/?#@\\\s]+\/?$/i.test(text)) return undefined;
+  try {
+    return new URL(text).origin;
+  } catch {
+    return undefined;
+  }
 }
 
 function parseApiUrl(text: string): string {
@@ -156,20 +199,33 @@ function parseTimeout(text: string): number {
 function parseTrustedProxies(text: string): Cidr[] {
   // "none": a service exposed without a proxy believes no forwarded header at all.
   if (text.toLowerCase() === "none") return [];
-  const result: Cidr[] = [];
+  return parseCommaList(
+    "TRUSTED_PROXIES",
+    text,
+    (item) => parseCidr(item) ?? undefined,
+    "IP addresses or CIDRs",
+  );
+}
+
+/** Parses each non-blank item of a comma list; the first one `parse` refuses stops start-up. */
+function parseCommaList<T>(
+  setting: SettingName,
+  text: string,
+  parse: (item: string) => T | undefined,
+  expected: string,
+): T[] {
+  const result: T[] = [];
   for (const item of text.split(",")) {
     const trimmed = item.trim();
     if (trimmed === "") continue;
-    const cidr = parseCidr(trimmed);
-    if (cidr === null) {
+    const value = parse(trimmed);
+    if (value === undefined) {
       throw new ConfigError(
-        "TRUSTED_PROXIES",
-        `"TRUSTED_PROXIES" must be a comma list of IP addresses or CIDRs; "${
-          trimmed.slice(0, 60)
-        }" is neither`,
+        setting,
+        `"${setting}" must be a comma list of ${expected}; "${trimmed.slice(0, 60)}" is not one`,
       );
     }
-    result.push(cidr);
+    result.push(value);
   }
   return result;
 }

@@ -3,15 +3,17 @@
  *
  * @module
  */
+import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
 import { type Appender, formatRecord, formatTimestamp } from "./backup.ts";
-import { readBody } from "./body.ts";
+import { BODY_LIMIT, BODY_TIMEOUT_MS, readBody } from "./body.ts";
 import { clientAddress } from "./client_address.ts";
-import { errorResponse, jsonResponse } from "./errors.ts";
+import { checkOrigin, corsHeaders } from "./cors.ts";
+import { parseFormPost } from "./form_post.ts";
 import type { Cidr } from "./ip.ts";
 import { describeError, type Logger } from "./log.ts";
 import { formatNotification } from "./notification.ts";
 import { type RateLimiter, rateLimitKey } from "./rate_limit.ts";
-import { decodeJson, parseSubmission } from "./submission.ts";
+import { decodeJson, parseSubmission, type SubmissionResult } from "./submission.ts";
 import type { DeliveryResult } from "./telegram.ts";
 
 /** Everything the contact pipeline touches outside itself. */
@@ -27,16 +29,18 @@ export interface ContactDeps {
   readonly log: Logger;
   /** Told whether the last backup write worked (health reports it). */
   readonly onStorage: (ok: boolean) => void;
+  /** `ALLOWED_ORIGINS`; empty or absent means no CORS and no `Origin` check. */
+  readonly allowedOrigins?: readonly string[];
+  /**
+   * A signal that aborts when the request body has taken too long; called once per admitted
+   * POST. Default: `AbortSignal.timeout(BODY_TIMEOUT_MS)`. Tests pass their own.
+   */
+  readonly bodyDeadline?: () => AbortSignal;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
 export interface PeerInfo {
   readonly remoteAddr: { readonly hostname: string };
-}
-
-/** The byte-identical answer for real successes and honeypot hits. */
-export function success(): Response {
-  return jsonResponse(200, { ok: true });
 }
 
 /** Handles one `POST /api/contact`. */
@@ -46,37 +50,67 @@ export async function handleContact(
   info: PeerInfo,
 ): Promise<Response> {
   const now = deps.now();
-  const ip = clientAddress(info.remoteAddr.hostname, request.headers, deps.trustedProxies);
+  const allowedOrigins = deps.allowedOrigins ?? [];
+  const kind = bodyKind(request.headers.get("content-type"));
+  const origin = checkOrigin(request.headers.get("origin"), allowedOrigins);
+  const cors = corsHeaders(origin, allowedOrigins);
+  // Form posts come from browsers without JavaScript: they get pages, not JSON.
+  let answer: Answers = kind === "form" ? formAnswers(cors) : jsonAnswers(cors);
   const outcome = (status: number, result: string) =>
     deps.log("info", { event: "contact", status, result });
 
+  if (origin.kind === "refused") {
+    // Before the rate limit: another site's visitors must not use up this site's quota.
+    deps.log("info", {
+      event: "contact",
+      status: 403,
+      result: "origin_not_allowed",
+      origin: origin.origin.slice(0, 100),
+    });
+    return answer.error("origin_not_allowed");
+  }
+
+  const ip = clientAddress(info.remoteAddr.hostname, request.headers, deps.trustedProxies);
   const decision = deps.limiter.take(rateLimitKey(ip), now.getTime());
   if (!decision.allowed) {
     outcome(429, "rate_limited");
-    return errorResponse("rate_limited", {
+    return answer.error("rate_limited", {
       headers: { "retry-after": String(decision.retryAfterSeconds) },
     });
   }
 
-  const body = await readBody(request);
+  // One limit for every body, the reverse proxy's (client_max_body_size 16k).
+  const deadline = deps.bodyDeadline?.() ?? AbortSignal.timeout(BODY_TIMEOUT_MS);
+  const body = await readBody(request, BODY_LIMIT, deadline);
+  if (!body.ok && body.reason === "timeout") {
+    outcome(408, "request_timeout");
+    return answer.error("request_timeout", { headers: { connection: "close" } });
+  }
   if (!body.ok) {
     outcome(413, "too_large");
-    return errorResponse("payload_too_large", { headers: { connection: "close" } });
+    return answer.error("payload_too_large", { headers: { connection: "close" } });
   }
-  if (!isJsonContentType(request.headers.get("content-type"))) {
+  if (kind === undefined) {
     outcome(415, "unsupported_media_type");
-    return errorResponse("unsupported_media_type");
+    return answer.error("unsupported_media_type");
   }
 
-  const decoded = decodeJson(body.bytes);
-  const parsed = "ok" in decoded ? parseSubmission(decoded.value) : decoded;
+  let parsed: SubmissionResult;
+  if (kind === "form") {
+    const post = parseFormPost(body.bytes, allowedOrigins);
+    answer = formAnswers(cors, post.targets);
+    parsed = post.result;
+  } else {
+    const decoded = decodeJson(body.bytes);
+    parsed = "ok" in decoded ? parseSubmission(decoded.value) : decoded;
+  }
   if (parsed.kind === "honeypot") {
     outcome(200, "honeypot");
-    return success();
+    return answer.success();
   }
   if (parsed.kind === "invalid") {
     outcome(400, parsed.code);
-    return errorResponse(parsed.code, {
+    return answer.error(parsed.code, {
       ...(parsed.field === undefined ? {} : { field: parsed.field }),
       ...(parsed.message === undefined ? {} : { message: parsed.message }),
     });
@@ -118,22 +152,26 @@ export async function handleContact(
     // Delivered: the sender's message reached the owner, so success is the truth even if the
     // backup failed (logged above, and health turns ok:false until a write works again).
     outcome(200, stored ? "delivered" : "delivered_not_stored");
-    return success();
+    return answer.success();
   }
   deps.log("warn", { event: "delivery_failed", error: delivery.error });
   if (!stored) {
     outcome(500, "lost");
-    return errorResponse("internal");
+    return answer.error("internal");
   }
   const code = deps.deliver === undefined ? "not_configured" : "delivery_failed";
   outcome(code === "not_configured" ? 503 : 502, code);
-  return errorResponse(code);
+  return answer.error(code);
 }
 
-/** `application/json`, with parameters such as `; charset=utf-8` allowed; case-insensitive. */
-export function isJsonContentType(header: string | null): boolean {
-  if (header === null) return false;
-  if (header === "application/json") return true; // the common case, without allocations
-  const essence = header.split(";", 1)[0]?.trim().toLowerCase();
-  return essence === "application/json";
+/**
+ * `json` for `application/json`, `form` for `application/x-www-form-urlencoded`, parameters
+ * such as `; charset=utf-8` allowed, case-insensitive; `undefined` for anything else.
+ */
+export function bodyKind(header: string | null): "json" | "form" | undefined {
+  if (header === "application/json") return "json"; // the common case, without allocations
+  const essence = header?.split(";", 1)[0]?.trim().toLowerCase();
+  if (essence === "application/json") return "json";
+  if (essence === "application/x-www-form-urlencoded") return "form";
+  return undefined;
 }

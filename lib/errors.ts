@@ -17,6 +17,7 @@ export type ErrorCode =
   | "field_required"
   | "not_found"
   | "method_not_allowed"
+  | "origin_not_allowed"
   | "request_timeout"
   | "delivery_failed"
   | "not_configured"
@@ -28,7 +29,7 @@ export const ERRORS: Readonly<Record<ErrorCode, { status: number; message: strin
   payload_too_large: { status: 413, message: "The request body is larger than 16384 bytes." },
   unsupported_media_type: {
     status: 415,
-    message: "Send the form as JSON with Content-Type: application/json.",
+    message: "Send JSON (application/json) or a form (application/x-www-form-urlencoded).",
   },
   invalid_json: { status: 400, message: "The request body is not valid JSON." },
   invalid_encoding: { status: 400, message: "The request body is not valid UTF-8." },
@@ -38,6 +39,7 @@ export const ERRORS: Readonly<Record<ErrorCode, { status: number; message: strin
   field_required: { status: 400, message: "A required field is empty." },
   not_found: { status: 404, message: "There is nothing at this address." },
   method_not_allowed: { status: 405, message: "This method is not allowed here." },
+  origin_not_allowed: { status: 403, message: "This site may not send messages here." },
   request_timeout: { status: 408, message: "The request body took too long to arrive." },
   delivery_failed: {
     status: 502,
@@ -94,6 +96,18 @@ export function jsonResponse(
     templates.set(key, template);
   }
   return template.clone();
+}
+
+/** A plain-text answer (`text/plain; charset=utf-8`) with the headers every answer carries. */
+export function textResponse(
+  status: number,
+  text: string,
+  headers: Readonly<Record<string, string>> = {},
+): Response {
+  return new Response(text, {
+    status,
+    headers: { ...COMMON_HEADERS, "content-type": "text/plain; charset=utf-8", ...headers },
+  });
 }
 
 /** `{"ok":false,"error":code,"message":…}` plus `field` when given, with the code's status. */

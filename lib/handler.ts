@@ -3,30 +3,39 @@
  *
  * @module
  */
-import { type ContactDeps, handleContact, type PeerInfo } from "./contact.ts";
+import { formAnswers, jsonAnswers } from "./answer.ts";
+import { bodyKind, type ContactDeps, handleContact, type PeerInfo } from "./contact.ts";
+import { preflightResponse } from "./cors.ts";
 import { errorResponse, jsonResponse } from "./errors.ts";
+import { examplePageResponse } from "./example_page.ts";
 import { describeError } from "./log.ts";
 
 /** The dependencies of the whole HTTP surface. */
-export type HandlerDeps = Omit<ContactDeps, "onStorage">;
+export type HandlerDeps = Omit<ContactDeps, "onStorage"> & {
+  /** The example form's bytes, served at `/`; absent unless `SERVE_EXAMPLE=1`. */
+  readonly examplePage?: Uint8Array | undefined;
+};
 
 /** A `Deno.serve` handler with health state of its own. */
 export type Handler = (request: Request, info: PeerInfo) => Promise<Response>;
-
-const ROUTES: Readonly<Record<string, readonly string[]>> = {
-  "/api/contact": ["POST"],
-  "/api/health": ["GET", "HEAD"],
-};
 
 /** Builds the request handler. Health `ok` is false while the backup file cannot be written. */
 export function createHandler(deps: HandlerDeps): Handler {
   let storageOk = true;
   const contactDeps: ContactDeps = { ...deps, onStorage: (ok) => (storageOk = ok) };
+  const allowedOrigins = deps.allowedOrigins ?? [];
+  const { examplePage } = deps;
+  const routes: Readonly<Record<string, readonly string[]>> = {
+    // OPTIONS (the CORS preflight) exists only while other origins are allowed.
+    "/api/contact": allowedOrigins.length > 0 ? ["POST", "OPTIONS"] : ["POST"],
+    "/api/health": ["GET", "HEAD"],
+    ...(examplePage === undefined ? {} : { "/": ["GET", "HEAD"] }),
+  };
 
   return async (request, info) => {
     try {
       const path = pathOf(request.url);
-      const methods = ROUTES[path];
+      const methods = Object.hasOwn(routes, path) ? routes[path] : undefined;
       if (methods === undefined) return errorResponse("not_found");
       if (!methods.includes(request.method)) {
         return errorResponse("method_not_allowed", { headers: { allow: methods.join(", ") } });
@@ -34,10 +43,28 @@ export function createHandler(deps: HandlerDeps): Handler {
       if (path === "/api/health") {
         return jsonResponse(200, { ok: storageOk, configured: deps.deliver !== undefined });
       }
+      if (path === "/" && examplePage !== undefined) {
+        return examplePageResponse(examplePage, request.method);
+      }
+      if (request.method === "OPTIONS") {
+        const response = preflightResponse(request, allowedOrigins);
+        // A refused preflight is the only trace of a misconfigured embedding site: name it.
+        const origin = response.status === 403 ? request.headers.get("origin") : null;
+        deps.log("info", {
+          event: "preflight",
+          status: response.status,
+          ...(origin === null
+            ? {}
+            : { result: "origin_not_allowed", origin: origin.slice(0, 100) }),
+        });
+        return response;
+      }
       return await handleContact(contactDeps, request, info);
     } catch (error) {
       deps.log("error", { event: "internal_error", status: 500, error: describeError(error) });
-      return errorResponse("internal");
+      // A browser without JavaScript reads this answer as a page: plain text, not JSON.
+      const form = bodyKind(request.headers.get("content-type")) === "form";
+      return (form ? formAnswers() : jsonAnswers()).error("internal");
     }
   };
 }

@@ -5,21 +5,9 @@
  * @module
  */
 import { parseEnv } from "node:util";
-import { ConfigError, parseConfig, SETTING_NAMES, type SettingName } from "./config.ts";
+import { ConfigError, parseConfig } from "./config.ts";
 import { serviceFlags } from "./permissions.ts";
-
-/** Merges settings: a value in the process environment wins over the same key in `.env`. */
-export function mergeSettings(
-  fromFile: Readonly<Record<string, string | undefined>>,
-  fromProcess: Readonly<Record<string, string | undefined>>,
-): Partial<Record<SettingName, string>> {
-  const merged: Partial<Record<SettingName, string>> = {};
-  for (const name of SETTING_NAMES) {
-    const value = fromProcess[name] ?? (Object.hasOwn(fromFile, name) ? fromFile[name] : undefined);
-    if (value !== undefined) merged[name] = value;
-  }
-  return merged;
-}
+import { mergeSettings, readSettings } from "./settings.ts";
 
 async function readDotEnv(path: string): Promise<Record<string, string | undefined>> {
   try {
@@ -31,8 +19,7 @@ async function readDotEnv(path: string): Promise<Record<string, string | undefin
 }
 
 async function launch(): Promise<number> {
-  const fromProcess: Record<string, string | undefined> = {};
-  for (const name of SETTING_NAMES) fromProcess[name] = Deno.env.get(name);
+  const fromProcess = readSettings((name) => Deno.env.get(name));
   const settings = mergeSettings(await readDotEnv(".env"), fromProcess);
 
   let flags: string[];

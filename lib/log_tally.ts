@@ -15,12 +15,14 @@ export interface TallyLogger {
   flush(): void;
 }
 
-/** True for a `contact` outcome that refused the request (4xx, or a honeypot hit). */
+// What a flood is made of: cheap to send, answered at once. A 408 costs its sender the whole
+// read deadline, and a 403 names the foreign origin: those keep their own lines.
+const TALLIED_STATUSES: ReadonlySet<unknown> = new Set([400, 413, 415, 429]);
+
+/** True for a `contact` outcome that is tallied: a honeypot hit, or a 400, 413, 415 or 429. */
 export function isRefusal(fields: LogFields): boolean {
   if (fields.event !== "contact") return false;
-  const status = fields.status;
-  return fields.result === "honeypot" ||
-    (typeof status === "number" && status >= 400 && status < 500);
+  return fields.result === "honeypot" || TALLIED_STATUSES.has(fields.status);
 }
 
 /** Wraps `log`: refusals are counted per `result`; every other line passes through at once. */

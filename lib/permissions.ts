@@ -1,32 +1,114 @@
 /**
  * The Deno permissions of the service, derived from its configuration: the one source of truth
- * for `deno task start`, the end-to-end tests and the compiled binary.
+ * for `deno task start`, `deno task compile` (the binary's baked-in flags) and the end-to-end tests.
  *
  * @module
  */
-import { type Config, SETTING_NAMES } from "./config.ts";
+import { type Config, SETTING_NAMES, type SettingName } from "./config.ts";
+import { examplePagePath } from "./example_page.ts";
 
 /** The parts of the configuration that decide what the service may touch. */
-export type PermissionInputs = Pick<Config, "host" | "port" | "apiUrl" | "messagesFile">;
+export type PermissionInputs = Pick<
+  Config,
+  "host" | "port" | "apiUrl" | "messagesFile" | "serveExample"
+>;
+
+/** Extra grants beyond the configuration. */
+export interface FlagOptions {
+  /** An env file the binary may read (`contactd --env-file PATH`); absolute in deployments. */
+  readonly envFile?: string;
+}
 
 /** `host:port` as Deno's `--allow-net` expects it (IPv6 in brackets). */
 export function netAddress(host: string, port: number): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/** The API's `host:port`, the port defaulted from the scheme. */
+export function apiAddress(apiUrl: string): string {
+  const api = new URL(apiUrl);
+  const port = api.port === "" ? (api.protocol === "https:" ? 443 : 80) : Number(api.port);
+  // URL keeps IPv6 hosts in brackets; netAddress adds its own.
+  return netAddress(api.hostname.replace(/^\[(.*)\]$/, "$1"), port);
+}
+
 /**
  * The flags of `deno run`/`deno compile`: listen on one address, call one API host, read and
- * write one file, read only the named settings. Nothing else (no run, ffi, sys, import).
+ * write one file, read only the named settings, one env file when given, and the example page
+ * with `SERVE_EXAMPLE=1`. Nothing else (no run, ffi, sys, import).
  */
-export function serviceFlags(config: PermissionInputs): string[] {
-  const api = new URL(config.apiUrl);
-  const apiPort = api.port === "" ? (api.protocol === "https:" ? 443 : 80) : Number(api.port);
+export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}): string[] {
+  const envFile = options.envFile;
+  if (envFile !== undefined && (envFile === "" || /[,\0]/.test(envFile))) {
+    // A comma would split the --allow-read list.
+    throw new RangeError(`env file path must be non-empty, without "," or NUL`);
+  }
   return [
     "--no-prompt",
-    `--allow-net=${netAddress(config.host, config.port)},${netAddress(api.hostname, apiPort)}`,
-    // Read: fstat of the open file (mode check) and noticing a rotated file.
-    `--allow-read=${config.messagesFile}`,
+    `--allow-net=${netAddress(config.host, config.port)},${apiAddress(config.apiUrl)}`,
+    // Read: fstat of the open file (mode check) and noticing a rotated file; the env file of
+    // `--env-file`; the example page (read once at start-up) only when it is served.
+    `--allow-read=${
+      [
+        config.messagesFile,
+        ...(envFile === undefined ? [] : [envFile]),
+        ...(config.serveExample ? [examplePagePath()] : []),
+      ].join(",")
+    }`,
     `--allow-write=${config.messagesFile}`,
     `--allow-env=${SETTING_NAMES.join(",")}`,
   ];
+}
+
+/** One permission a configuration needs, as `Deno.permissions.querySync` takes it. */
+export type NeededPermission =
+  | { readonly name: "net"; readonly host: string }
+  | { readonly name: "read" | "write"; readonly path: string };
+
+/** A setting whose value this process may not act on, and why. */
+export interface PermissionGap {
+  readonly setting: SettingName;
+  readonly message: string;
+}
+
+/**
+ * Which settings ask for more than the granted permissions allow. A compiled binary carries its
+ * flags from build time, so a `PORT` or `MESSENGER_API_URL` set later must match the build;
+ * this turns the later `NotCapable` into a start-up error naming the setting.
+ */
+export function permissionGaps(
+  config: PermissionInputs,
+  granted: (permission: NeededPermission) => boolean,
+): PermissionGap[] {
+  const listen = netAddress(config.host, config.port);
+  const api = apiAddress(config.apiUrl);
+  const needs: Array<[SettingName, NeededPermission, string]> = [
+    [
+      "PORT",
+      { name: "net", host: listen },
+      `"HOST"/"PORT": this build may not listen on ${listen}`,
+    ],
+    [
+      "MESSENGER_API_URL",
+      { name: "net", host: api },
+      `"MESSENGER_API_URL": this build may not connect to ${api}`,
+    ],
+    [
+      "MESSAGES_FILE",
+      { name: "write", path: config.messagesFile },
+      `"MESSAGES_FILE": this build may not write ${config.messagesFile}`,
+    ],
+  ];
+  if (config.serveExample) {
+    // A binary is built without the page's read permission: trying the form is for `deno task start`.
+    needs.push([
+      "SERVE_EXAMPLE",
+      { name: "read", path: examplePagePath() },
+      `"SERVE_EXAMPLE": this build may not read the example page`,
+    ]);
+  }
+  return needs.filter(([, permission]) => !granted(permission)).map(([setting, , message]) => ({
+    setting,
+    message: `${message}; build with this setting (deno task compile) or change it back`,
+  }));
 }

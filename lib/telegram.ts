@@ -232,6 +232,10 @@ function describeFailure(error: unknown, token: string): string {
   if (/connection (reset|closed)|broken pipe/.test(messages)) {
     return "network error: connection reset";
   }
+  // Deno's words for a reply whose body stopped before its declared end.
+  if (/error reading a body|unexpected eof|incomplete/.test(messages)) {
+    return "network error: reply cut off";
+  }
   if (/dns error|failed to lookup|name or service not known/.test(messages)) {
     return "network error: dns error";
   }

@@ -2,9 +2,11 @@ import assert from "node:assert/strict";
 import {
   type BackupRecord,
   createAppender,
+  type FileSource,
   formatRecord,
   formatTimestamp,
   openBackupFile,
+  type OpenedFile,
   type WritableFile,
 } from "../lib/backup.ts";
 
@@ -70,9 +72,13 @@ function fakeFile(behaviour: { failWriteAt?: number; failSync?: boolean } = {}) 
   return { file, writes, log };
 }
 
+function opened(file: WritableFile, id = "1:1", endsMidLine = false): OpenedFile {
+  return { file, id, endsMidLine };
+}
+
 Deno.test("createAppender writes concurrent lines whole, in order, each synced before resolving", async () => {
   const { file, writes, log } = fakeFile();
-  const appender = createAppender(file);
+  const appender = createAppender(opened(file));
   const lines = Array.from({ length: 20 }, (_, i) => formatRecord({ ...RECORD, name: `n${i}` }));
   await Promise.all(lines.map((line) => appender.append(line)));
   assert.equal(writes.join(""), lines.join(""));
@@ -84,7 +90,7 @@ Deno.test("createAppender writes concurrent lines whole, in order, each synced b
 
 Deno.test("createAppender rejects when the sync fails and keeps serving later lines", async () => {
   const { file } = fakeFile({ failSync: true });
-  const appender = createAppender(file);
+  const appender = createAppender(opened(file));
   await assert.rejects(appender.append("a\n"), /EIO/);
   await assert.rejects(appender.append("b\n"), /EIO/);
 });
@@ -92,7 +98,7 @@ Deno.test("createAppender rejects when the sync fails and keeps serving later li
 Deno.test("createAppender starts the next line fresh after a torn write", async () => {
   // The first write call lands 7 bytes, the second fails: a torn fragment stays in the file.
   const { file, writes } = fakeFile({ failWriteAt: 2 });
-  const appender = createAppender(file);
+  const appender = createAppender(opened(file));
   await assert.rejects(appender.append('{"ts":"x"}\n'));
   await appender.append('{"ts":"y"}\n');
   const lines = writes.join("").split("\n");
@@ -130,4 +136,96 @@ Deno.test("openBackupFile fails at once when the directory is missing", async ()
     openBackupFile("/nonexistent-dir-contactd/messages.jsonl"),
     Deno.errors.NotFound,
   );
+});
+
+/** A path whose file can be swapped, removed or made unopenable, like logrotate or an operator. */
+function fakeSource() {
+  const files: Array<ReturnType<typeof fakeFile>> = [];
+  const state = { id: "1:1" as string | null, openFails: false, endsMidLine: false };
+  const source: FileSource = {
+    identify: () => Promise.resolve(state.id),
+    open() {
+      if (state.openFails || state.id === null) return Promise.reject(new Error("EACCES"));
+      const made = fakeFile();
+      files.push(made);
+      return Promise.resolve(opened(made.file, state.id, state.endsMidLine));
+    },
+  };
+  return { files, state, source };
+}
+
+Deno.test("createAppender writes to a new file once the old one was renamed away", async () => {
+  const { files, state, source } = fakeSource();
+  const appender = createAppender(await source.open(), source);
+  await appender.append("a\n");
+  state.id = "1:2"; // the path now names another file
+  await appender.append("b\n");
+  await appender.append("c\n");
+  assert.equal(files.length, 2);
+  assert.equal(files[0]!.writes.join(""), "a\n");
+  assert.equal(files[0]!.log.at(-1), "close");
+  assert.equal(files[1]!.writes.join(""), "b\nc\n");
+});
+
+Deno.test("createAppender fails while the path cannot be opened and recovers when it can", async () => {
+  const { files, state, source } = fakeSource();
+  const appender = createAppender(await source.open(), source);
+  state.id = null; // directory removed
+  await assert.rejects(appender.append("lost\n"), /EACCES/);
+  await assert.rejects(appender.append("lost too\n"), /EACCES/);
+  state.id = "1:3";
+  await appender.append("back\n");
+  assert.equal(files.length, 2);
+  assert.equal(files[1]!.writes.join(""), "back\n");
+});
+
+Deno.test("createAppender starts fresh after a torn last line left by an earlier run", async () => {
+  const { file, writes } = fakeFile();
+  const appender = createAppender(opened(file, "1:1", true));
+  await appender.append("x\n");
+  await appender.append("y\n");
+  assert.equal(writes.join(""), "\nx\ny\n");
+});
+
+Deno.test("openBackupFile follows a rotation: the next record goes to a new 0600 file", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/messages.jsonl`;
+  const appender = await openBackupFile(path);
+  await appender.append("one\n");
+  await Deno.rename(path, `${path}.1`);
+  await appender.append("two\n");
+  await appender.close();
+  assert.equal(await Deno.readTextFile(`${path}.1`), "one\n");
+  assert.equal(await Deno.readTextFile(path), "two\n");
+  assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("openBackupFile fails while the directory is gone and recovers when it is back", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/messages.jsonl`;
+  const appender = await openBackupFile(path);
+  await Deno.remove(dir, { recursive: true });
+  await assert.rejects(appender.append("lost\n"), Deno.errors.NotFound);
+  await Deno.mkdir(dir);
+  await appender.append("back\n");
+  await appender.close();
+  assert.equal(await Deno.readTextFile(path), "back\n");
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("openBackupFile puts the first record on its own line after a torn last line", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/messages.jsonl`;
+  await Deno.writeTextFile(path, '{"whole":1}\n{"torn', { mode: 0o600 });
+  const appender = await openBackupFile(path);
+  await appender.append('{"next":2}\n');
+  await appender.close();
+  assert.deepEqual((await Deno.readTextFile(path)).split("\n"), [
+    '{"whole":1}',
+    '{"torn',
+    '{"next":2}',
+    "",
+  ]);
+  await Deno.remove(dir, { recursive: true });
 });

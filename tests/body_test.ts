@@ -52,3 +52,36 @@ Deno.test("readBody joins chunks in order and treats a missing body as empty", a
   assert.ok(empty.ok);
   assert.equal(empty.bytes.byteLength, 0);
 });
+
+Deno.test("readBody gives up with 'timeout' when the deadline passes mid-body", async () => {
+  const deadline = new AbortController();
+  let pulls = 0;
+  // One byte, then nothing more: a client that stopped sending.
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulls++ === 0) {
+        controller.enqueue(new Uint8Array([0x7b]));
+        deadline.abort();
+      }
+    },
+  }, { highWaterMark: 0 });
+  const request = new Request("http://x/", { method: "POST", body });
+  assert.deepEqual(await readBody(request, BODY_LIMIT, deadline.signal), {
+    ok: false,
+    reason: "timeout",
+  });
+});
+
+Deno.test("readBody with an already expired deadline refuses a stalled body at once", async () => {
+  const body = new ReadableStream<Uint8Array>({ pull() {} }, { highWaterMark: 0 });
+  const request = new Request("http://x/", { method: "POST", body });
+  const result = await readBody(request, BODY_LIMIT, AbortSignal.abort());
+  assert.deepEqual(result, { ok: false, reason: "timeout" });
+});
+
+Deno.test("readBody returns a complete body when the deadline never fires", async () => {
+  const request = new Request("http://x/", { method: "POST", body: "{}" });
+  const result = await readBody(request, BODY_LIMIT, new AbortController().signal);
+  assert.ok(result.ok);
+  assert.equal(new TextDecoder().decode(result.bytes), "{}");
+});

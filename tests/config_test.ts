@@ -106,3 +106,45 @@ Deno.test("parseConfig refuses a HOST with characters no address has", () => {
   assert.equal(configError({ HOST: "127.0.0.1,evil.example" }).setting, "HOST");
   assert.equal(parseConfig({ HOST: "::1" }).host, "::1");
 });
+
+Deno.test("parseConfig reads ALLOWED_ORIGINS as normalised origins; unset means none", () => {
+  assert.deepEqual(parseConfig({}).allowedOrigins, []);
+  assert.deepEqual(
+    parseConfig({
+      ALLOWED_ORIGINS: " https://Example.org/, http://localhost:8080,https://example.org:443 ,",
+    }).allowedOrigins,
+    ["https://example.org", "http://localhost:8080"],
+  );
+});
+
+Deno.test("parseConfig refuses an ALLOWED_ORIGINS entry that is not a bare http(s) origin", () => {
+  for (
+    const origin of [
+      "example.org",
+      "*",
+      "null",
+      "https://example.org/contact",
+      "https://example.org?x",
+      "https://user@example.org",
+      "ftp://example.org",
+      "https://",
+      "javascript:alert(1)",
+    ]
+  ) {
+    const error = configError({ ALLOWED_ORIGINS: `https://ok.example,${origin}` });
+    assert.equal(error.setting, "ALLOWED_ORIGINS", origin);
+    assert.match(error.message, /^"ALLOWED_ORIGINS" must be a comma list of origins/);
+    assert.ok(!error.message.includes("\n"));
+  }
+});
+
+Deno.test("parseConfig reads SERVE_EXAMPLE as 1 or 0, off by default", () => {
+  assert.equal(parseConfig({}).serveExample, false);
+  assert.equal(parseConfig({ SERVE_EXAMPLE: "1" }).serveExample, true);
+  assert.equal(parseConfig({ SERVE_EXAMPLE: "0" }).serveExample, false);
+  for (const value of ["yes", "true", "2", "on"]) {
+    const error = configError({ SERVE_EXAMPLE: value });
+    assert.equal(error.setting, "SERVE_EXAMPLE");
+    assert.equal(error.message, `"SERVE_EXAMPLE" must be 1 or 0`);
+  }
+});

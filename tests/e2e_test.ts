@@ -2,40 +2,8 @@
  * End to end: the real service process, the real HTTP stack, a fake Bot API on loopback.
  */
 import assert from "node:assert/strict";
-import { type FakeBotApi, startFakeBotApi, tooManyRequests } from "./fake_bot_api.ts";
-import { freePort, runToExit, type Service, startService } from "./service.ts";
-
-const TOKEN = "123456789:AAE_secret-token-value";
-const CHAT_ID = -1001234567890;
-
-async function withService(
-  settings: Record<string, string>,
-  run: (service: Service, fake: FakeBotApi) => Promise<void>,
-) {
-  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
-  const service = await startService({
-    MESSENGER_BOT_TOKEN: TOKEN,
-    MESSENGER_CHAT_ID: String(CHAT_ID),
-    MESSENGER_API_URL: fake.url,
-    ...settings,
-  });
-  try {
-    await run(service, fake);
-    assert.equal(await service.stop(), 0);
-    assertNoTokenLeak(service, await Deno.readTextFile(service.file).catch(() => ""));
-  } finally {
-    await service.stop();
-    await fake.close();
-    await Deno.remove(service.dir, { recursive: true });
-  }
-}
-
-function assertNoTokenLeak(service: Service, ...texts: string[]) {
-  for (const text of [...service.stdout, ...service.stderr, ...texts]) {
-    assert.ok(!text.includes(TOKEN) && !text.includes("AAE_secret"), `token leaked in: ${text}`);
-  }
-  service.logs(); // every line is JSON
-}
+import { tooManyRequests } from "./fake_bot_api.ts";
+import { CHAT_ID, freePort, runToExit, startService, TOKEN, withService } from "./service.ts";
 
 Deno.test("e2e: a submission is delivered, recorded with mode 0600 and answered 200", async () => {
   await withService({}, async (service, fake) => {
@@ -143,22 +111,45 @@ Deno.test("e2e: the 6th POST from one client within 60 s gets 429 and is not del
   });
 });
 
-Deno.test("e2e: 50 concurrent submissions from different addresses give 50 records and 50 messages", async () => {
+Deno.test("e2e: an IPv6 client rotating through its /64 is limited as one client", async () => {
   await withService({}, async (service, fake) => {
+    for (let i = 1; i <= 5; i++) {
+      const response = await service.post({ message: `m${i}` }, `2001:db8:1:2::${i.toString(16)}`);
+      assert.equal(response.status, 200);
+      await response.body?.cancel();
+    }
+    const rotated = await service.post({ message: "x" }, "2001:db8:1:2:ffff:ffff:ffff:ffff");
+    assert.equal(rotated.status, 429);
+    await rotated.body?.cancel();
+    const neighbour = await service.post({ message: "y" }, "2001:db8:1:3::1");
+    assert.equal(neighbour.status, 200);
+    await neighbour.body?.cancel();
+    assert.equal(fake.delivered.length, 6);
+  });
+});
+
+Deno.test("e2e: 200 concurrent submissions from distinct addresses give 200 whole records and 200 messages", async () => {
+  await withService({}, async (service, fake) => {
+    const count = 200;
     const responses = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => service.post({ message: `msg ${i}` }, `10.0.${i}.1`)),
+      Array.from(
+        { length: count },
+        (_, i) => service.post({ message: `msg ${i}` }, `10.${i >> 8}.${i & 255}.1`),
+      ),
     );
     for (const response of responses) {
       assert.equal(response.status, 200);
       await response.body?.cancel();
     }
-    const records = await service.records();
-    assert.equal(records.length, 50);
-    assert.deepEqual(
-      records.map((record) => record.message).sort(),
-      Array.from({ length: 50 }, (_, i) => `msg ${i}`).sort(),
-    );
-    assert.equal(fake.delivered.length, 50);
+    const lines = (await Deno.readTextFile(service.file)).split("\n");
+    assert.equal(lines.pop(), "");
+    const records = lines.map((line) => JSON.parse(line)); // every line whole JSON
+    assert.equal(records.length, count);
+    const expected = Array.from({ length: count }, (_, i) => `msg ${i}`).sort();
+    assert.deepEqual(records.map((record) => record.message).sort(), expected);
+    assert.equal(new Set(records.map((record) => record.ip)).size, count);
+    assert.equal(fake.delivered.length, count);
+    assert.deepEqual(fake.delivered.map((text) => text.split("\n").at(-1)).sort(), expected);
   });
 });
 

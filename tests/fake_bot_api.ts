@@ -83,6 +83,53 @@ export function htmlError(status = 502): FakeReply {
   return { status, body: `<html><body><h1>${status} Bad Gateway</h1></body></html>` };
 }
 
+/** A `sendMessage` success, for scripting "this part gets through, the next one fails". */
+export function accepted(): FakeReply {
+  return { status: 200, body: { ok: true, result: { message_id: 1, date: 0, chat: { id: 1 } } } };
+}
+
+/** A raw TCP server on 127.0.0.1; see {@linkcode startCutOffServer}. */
+export interface CutOffServer {
+  readonly url: string;
+  /** Requests received (each one answered with half a reply). */
+  readonly requests: number;
+  close(): void;
+}
+
+/**
+ * A server that reads each request, sends a `200` status line, headers promising 200 bytes and
+ * only the first few of them, then closes the connection: a reply cut off mid-response, which
+ * `Deno.serve` cannot produce on purpose.
+ */
+export function startCutOffServer(): CutOffServer {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n";
+  const half = new TextEncoder().encode(`${head}{"ok":true,"res`);
+  let requests = 0;
+  (async () => {
+    for await (const conn of listener) {
+      (async () => {
+        try {
+          await conn.read(new Uint8Array(65_536)); // the request, or enough of it
+          requests++;
+          await conn.write(half);
+        } catch {
+          // The client gave up first; nothing to do.
+        } finally {
+          conn.close();
+        }
+      })();
+    }
+  })().catch(() => {}); // ends when the listener closes
+  return {
+    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    get requests() {
+      return requests;
+    },
+    close: () => listener.close(),
+  };
+}
+
 /** Starts the fake on 127.0.0.1, on a free port. */
 export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
   const hanging = new Set<() => void>();
@@ -116,6 +163,14 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
         });
       case "getUpdates":
         return ok(fake.updates);
+      case "getChat":
+        return String(body.chat_id) === String(options.chatId)
+          ? ok(
+            options.chatId < 0
+              ? { id: options.chatId, type: "supergroup", title: "contactd test group" }
+              : { id: options.chatId, type: "private", first_name: "Test" },
+          )
+          : reply(apiError(400, "Bad Request: chat not found"));
       case "sendMessage":
         return sendMessage(body);
       default:

@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import type { WritableFile } from "../lib/backup.ts";
-import { createGroupAppender } from "../lib/group_commit.ts";
+import { createGroupAppender as createOn } from "../lib/group_commit.ts";
+
+/** A group appender on `file`, without a path to watch for rotation. */
+const createGroupAppender = (file: WritableFile) => createOn({ file, id: "", endsMidLine: false });
 
 /** A file whose syncs wait until the test releases (or fails) them, one by one. */
 function heldFile(options: { shortWrites?: boolean; failWriteAfter?: number } = {}) {

@@ -1,45 +1,5 @@
 import assert from "node:assert/strict";
-import { createHandler, type Handler } from "../lib/handler.ts";
-import { parseCidr } from "../lib/ip.ts";
-import type { LogFields, LogLevel } from "../lib/log.ts";
-import { RateLimiter } from "../lib/rate_limit.ts";
-import type { DeliveryResult } from "../lib/telegram.ts";
-
-/** A handler with every dependency faked; the clock is a field tests move. */
-function setup(options: {
-  deliver?: ((text: string) => Promise<DeliveryResult>) | "unconfigured";
-  append?: (line: string) => Promise<void>;
-} = {}) {
-  const state = {
-    now: new Date("2026-11-22T14:03:09.500Z"),
-    texts: [] as string[],
-    lines: [] as string[],
-    logs: [] as Array<{ level: LogLevel } & LogFields>,
-  };
-  const { deliver } = options;
-  const handler: Handler = createHandler({
-    now: () => state.now,
-    trustedProxies: [parseCidr("127.0.0.1/8")!],
-    limiter: new RateLimiter({ limit: 5, windowMs: 60_000 }),
-    deliver: deliver === "unconfigured" ? undefined : async (text) => {
-      state.texts.push(text);
-      return deliver ? await deliver(text) : { ok: true, parts: 1 };
-    },
-    append: options.append ?? ((line) => (state.lines.push(line), Promise.resolve())),
-    log: (level, fields) => state.logs.push({ level, ...fields }),
-  });
-  return { state, handler };
-}
-
-function post(body: unknown, headers: Record<string, string> = {}, ip = "198.51.100.1") {
-  return new Request("http://localhost/api/contact", {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-real-ip": ip, ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-}
-
-const PEER = { remoteAddr: { hostname: "127.0.0.1" } };
+import { PEER, post, setup } from "./handler_setup.ts";
 
 Deno.test("POST /api/contact notifies, stores one record, then answers 200 {ok:true}", async () => {
   const { state, handler } = setup();
@@ -103,7 +63,7 @@ Deno.test("POST /api/contact answers 413 for bodies over 16384 bytes, 415 for ot
   const big = await handler(post({ message: "a".repeat(16_400) }), PEER);
   assert.equal(big.status, 413);
   assert.equal((await big.json()).error, "payload_too_large");
-  for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/jsonx"]) {
+  for (const type of ["text/plain", "multipart/form-data; boundary=x", "application/jsonx"]) {
     const response = await handler(
       post({ message: "m" }, { "content-type": type }, "10.9.9.9"),
       PEER,
@@ -260,4 +220,31 @@ Deno.test("logs carry no message text, name or contact", async () => {
   for (const secret of ["SecretName", "SecretContact", "SecretText"]) {
     assert.ok(!logs.includes(secret));
   }
+});
+
+Deno.test("POST /api/contact answers 408 request_timeout when the body does not arrive in time", async () => {
+  const deadline = new AbortController();
+  const { state, handler } = setup({ bodyDeadline: () => deadline.signal });
+  // Headers arrived, then the client went quiet after one byte.
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode("{"));
+    },
+  });
+  const pending = handler(
+    new Request("http://localhost/api/contact", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-real-ip": "198.51.100.1" },
+      body,
+    }),
+    PEER,
+  );
+  deadline.abort();
+  const response = await pending;
+  assert.equal(response.status, 408);
+  assert.equal(response.headers.get("connection"), "close");
+  assert.equal((await response.json()).error, "request_timeout");
+  assert.equal(state.lines.length, 0);
+  assert.equal(state.texts.length, 0);
+  assert.ok(state.logs.some((log) => log.status === 408 && log.result === "request_timeout"));
 });

@@ -45,7 +45,12 @@ Deno.test("stored submissions, warnings and errors are logged at once, one line 
   ]);
 });
 
-Deno.test("isRefusal: 4xx outcomes and honeypot hits only", () => {
+Deno.test("isRefusal: honeypot hits, 400, 413, 415 and 429 only", () => {
+  assert.equal(isRefusal({ event: "contact", status: 408, result: "request_timeout" }), false);
+  assert.equal(
+    isRefusal({ event: "contact", status: 403, result: "origin_not_allowed", origin: "x" }),
+    false,
+  );
   assert.equal(isRefusal({ event: "contact", status: 413, result: "too_large" }), true);
   assert.equal(
     isRefusal({ event: "contact", status: 415, result: "unsupported_media_type" }),

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseConfig } from "../lib/config.ts";
-import { serviceFlags } from "../lib/permissions.ts";
-import { mergeSettings } from "../lib/launch.ts";
+import { permissionGaps, serviceFlags } from "../lib/permissions.ts";
+import { mergeSettings } from "../lib/settings.ts";
 
 Deno.test("serviceFlags grants the listen address, the API host:port, one file and the settings", () => {
   const flags = serviceFlags(parseConfig({}));
@@ -11,8 +11,17 @@ Deno.test("serviceFlags grants the listen address, the API host:port, one file a
     "--allow-read=messages.jsonl",
     "--allow-write=messages.jsonl",
     "--allow-env=MESSENGER_BOT_TOKEN,MESSENGER_CHAT_ID,MESSAGES_FILE,HOST,PORT," +
-    "MESSENGER_API_URL,TRUSTED_PROXIES,MESSENGER_TIMEOUT_MS",
+    "MESSENGER_API_URL,TRUSTED_PROXIES,MESSENGER_TIMEOUT_MS,ALLOWED_ORIGINS,SERVE_EXAMPLE",
   ]);
+});
+
+Deno.test("serviceFlags lets the service read the example page only with SERVE_EXAMPLE=1", async () => {
+  const page = new URL("../examples/contact.html", import.meta.url).pathname;
+  assert.ok((await Deno.stat(page)).isFile);
+  const serving = serviceFlags(parseConfig({ SERVE_EXAMPLE: "1" }));
+  assert.ok(serving.includes(`--allow-read=messages.jsonl,${page}`));
+  assert.ok(serving.includes("--allow-write=messages.jsonl"));
+  assert.ok(!serviceFlags(parseConfig({})).some((flag) => flag.includes("contact.html")));
 });
 
 Deno.test("serviceFlags follows the configured values, IPv6 in brackets", () => {
@@ -38,4 +47,35 @@ Deno.test("mergeSettings lets the process environment win over .env and ignores 
     { PORT: "2222", MESSAGES_FILE: undefined },
   );
   assert.deepEqual(merged, { PORT: "2222", HOST: "0.0.0.0" });
+});
+
+Deno.test("serviceFlags grants reading one env file, and refuses a path that would split the list", () => {
+  const flags = serviceFlags(parseConfig({}), { envFile: "/etc/contactd/env" });
+  assert.ok(flags.includes("--allow-read=messages.jsonl,/etc/contactd/env"));
+  assert.ok(flags.includes("--allow-write=messages.jsonl"));
+  for (const envFile of ["", "/etc/a,/etc/shadow", "/etc/a\0"]) {
+    assert.throws(() => serviceFlags(parseConfig({}), { envFile }), RangeError);
+  }
+});
+
+Deno.test("permissionGaps names each setting that asks for more than was granted", () => {
+  const config = parseConfig({
+    PORT: "9000",
+    MESSENGER_API_URL: "http://[::1]:4321",
+    MESSAGES_FILE: "/srv/m.jsonl",
+  });
+  const asked: unknown[] = [];
+  assert.deepEqual(
+    permissionGaps(config, (permission) => {
+      asked.push(permission);
+      return false;
+    }).map((gap) => gap.setting),
+    ["PORT", "MESSENGER_API_URL", "MESSAGES_FILE"],
+  );
+  assert.deepEqual(asked, [
+    { name: "net", host: "127.0.0.1:9000" },
+    { name: "net", host: "[::1]:4321" },
+    { name: "write", path: "/srv/m.jsonl" },
+  ]);
+  assert.deepEqual(permissionGaps(config, () => true), []);
 });

@@ -4,8 +4,15 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import { parseConfig } from "../lib/config.ts";
 import { serviceFlags } from "../lib/permissions.ts";
+import { type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
+
+/** The bot token every end-to-end test configures; it must never show up anywhere. */
+export const TOKEN = "123456789:AAE_secret-token-value";
+/** The chat every end-to-end test notifies. */
+export const CHAT_ID = -1001234567890;
 
 /** A running service process. */
 export interface Service {
@@ -27,6 +34,9 @@ export interface Service {
 }
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
+const LIB = new URL("../lib/", import.meta.url).pathname;
+/** The user an unprivileged service runs as when the tests run as root. */
+export const NOBODY = 65534;
 
 /** Finds a free loopback port (closed again before the service binds it). */
 export function freePort(): number {
@@ -74,14 +84,44 @@ export function serviceCommand(
   return { args: ["run", ...flags, MAIN], env: { ...baseEnv(), ...settings } };
 }
 
+/** Options of {@linkcode startService}. */
+export interface StartOptions {
+  /**
+   * Run the service as an ordinary user, so file modes bind it (root ignores them). When the
+   * tests run as root, the child is started through `setpriv` as `nobody` with a copy of the
+   * sources and its own Deno cache; otherwise the tests' user is unprivileged already.
+   */
+  readonly unprivileged?: boolean;
+}
+
+/** True when the tests run as root (file permission faults then need an unprivileged child). */
+export function isRoot(): boolean {
+  if (rootCache === undefined) {
+    // The owner of a new file is our effective user (no --allow-sys needed for Deno.uid()).
+    const probe = Deno.makeTempFileSync({ prefix: "contactd-uid-" });
+    rootCache = Deno.statSync(probe).uid === 0;
+    Deno.removeSync(probe);
+  }
+  return rootCache;
+}
+let rootCache: boolean | undefined;
+
 /** Starts main.ts with `settings` (PORT and MESSAGES_FILE default to a free port and a temp file). */
-export async function startService(settings: Record<string, string> = {}): Promise<Service> {
+export async function startService(
+  settings: Record<string, string> = {},
+  options: StartOptions = {},
+): Promise<Service> {
   const dir = await Deno.makeTempDir({ prefix: "contactd-test-" });
   const env = { PORT: String(freePort()), MESSAGES_FILE: `${dir}/messages.jsonl`, ...settings };
-  const process = new Deno.Command(Deno.execPath(), {
-    ...serviceCommand(env),
+  const flags = serviceFlags(parseConfig(env));
+  const drop = options.unprivileged === true && isRoot();
+  const command = drop ? await unprivilegedCommand(dir) : { cmd: Deno.execPath(), pre: [] };
+  const main = drop ? `${dir}/src/main.ts` : MAIN;
+  const process = new Deno.Command(command.cmd, {
+    args: [...command.pre, "run", ...flags, main],
     cwd: dir,
     clearEnv: true,
+    env: { ...baseEnv(), ...(drop ? { DENO_DIR: `${dir}/deno-cache`, HOME: dir } : {}), ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -163,4 +203,65 @@ export async function runToExit(settings: Record<string, string>, cwd?: string) 
   }).output();
   const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
   return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+}
+
+/**
+ * Prepares `dir` for a service running as `nobody`: a world-readable copy of main.ts, deno.json and lib/
+ * (the checkout may sit under a private home), a Deno binary it may execute, and `dir` owned by
+ * `nobody` so it can create its backup file and cache there.
+ */
+async function unprivilegedCommand(dir: string): Promise<{ cmd: string; pre: string[] }> {
+  await Deno.mkdir(`${dir}/src/lib`, { recursive: true });
+  await Deno.copyFile(MAIN, `${dir}/src/main.ts`);
+  await Deno.copyFile(new URL("../deno.json", import.meta.url), `${dir}/src/deno.json`);
+  for await (const entry of Deno.readDir(LIB)) {
+    if (entry.isFile) await Deno.copyFile(`${LIB}${entry.name}`, `${dir}/src/lib/${entry.name}`);
+  }
+  let deno = Deno.execPath();
+  const setpriv = ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "--"];
+  const probe = await new Deno.Command("setpriv", { args: [...setpriv, deno, "--version"] })
+    .output().catch(() => undefined);
+  if (probe === undefined) throw new Error("setpriv (util-linux) is needed to drop root");
+  if (!probe.success) {
+    deno = `${dir}/deno`;
+    await Deno.copyFile(Deno.execPath(), deno);
+  }
+  await Deno.chmod(dir, 0o755);
+  for (const path of [dir, `${dir}/src`, `${dir}/src/lib`]) await Deno.chown(path, NOBODY, NOBODY);
+  return { cmd: "setpriv", pre: [...setpriv, deno] };
+}
+
+/**
+ * Runs `run` against a configured service and a fake Bot API, then checks that it stops with
+ * exit code 0 and that the token is in no log line and not in the backup file.
+ */
+export async function withService(
+  settings: Record<string, string>,
+  run: (service: Service, fake: FakeBotApi) => Promise<void>,
+  options: StartOptions = {},
+) {
+  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+  const service = await startService({
+    MESSENGER_BOT_TOKEN: TOKEN,
+    MESSENGER_CHAT_ID: String(CHAT_ID),
+    MESSENGER_API_URL: fake.url,
+    ...settings,
+  }, options);
+  try {
+    await run(service, fake);
+    assert.equal(await service.stop(), 0);
+    assertNoTokenLeak(service, await Deno.readTextFile(service.file).catch(() => ""));
+  } finally {
+    await service.stop();
+    await fake.close();
+    await Deno.remove(service.dir, { recursive: true });
+  }
+}
+
+/** Asserts that the token is in none of the service's output nor in `texts`; logs are JSON. */
+export function assertNoTokenLeak(service: Service, ...texts: string[]) {
+  for (const text of [...service.stdout, ...service.stderr, ...texts]) {
+    assert.ok(!text.includes(TOKEN) && !text.includes("AAE_secret"), `token leaked in: ${text}`);
+  }
+  service.logs(); // every line is JSON
 }

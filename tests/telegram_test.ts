@@ -398,6 +398,21 @@ Deno.test("callBotApi reports a body that breaks off mid-read as a network error
   assert.deepEqual(result, { ok: false, error: "network error: connection reset" });
 });
 
+Deno.test("callBotApi reports Deno's 'error reading a body from connection' as a reply cut off", async () => {
+  const { fetch } = scriptedFetch(() =>
+    new Response(
+      new ReadableStream({
+        pull(controller) {
+          controller.error(new TypeError("error reading a body from connection"));
+        },
+      }),
+      { status: 200 },
+    )
+  );
+  const result = await callBotApi(options(fetch), "sendMessage", {});
+  assert.deepEqual(result, { ok: false, error: "network error: reply cut off" });
+});
+
 Deno.test("sendNotification reports a timed-out part as not delivered", async () => {
   const deaf: typeof fetch = () => new Promise(() => {});
   const sleeps: number[] = [];

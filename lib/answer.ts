@@ -1,0 +1,66 @@
+/**
+ * How `POST /api/contact` answers: JSON for scripts, and for no-JavaScript form posts a
+ * `303 See Other` to the form's page or a plain-text sentence.
+ *
+ * @module
+ */
+import { type ErrorCode, errorResponse, type ErrorResponseOptions, ERRORS } from "./errors.ts";
+import { jsonResponse, textResponse } from "./errors.ts";
+import { withErrorCode } from "./redirect.ts";
+
+/** The two kinds of answer the contact pipeline gives. */
+export interface Answers {
+  /** Accepted (also the honeypot's answer, which must look the same). */
+  success(): Response;
+  /** Refused or failed, with the code's status. */
+  error(code: ErrorCode, options?: ErrorResponseOptions): Response;
+}
+
+/** Validated redirect targets named by a form (see lib/redirect.ts). */
+export interface RedirectTargets {
+  /** Where a visitor goes after success. */
+  readonly success?: string;
+  /** Where a visitor goes after any refusal, with `error=<code>` added. */
+  readonly error?: string;
+}
+
+/** The sentence of a plain-text success. */
+export const SUCCESS_TEXT = "Thank you. Your message was sent.";
+
+/** JSON answers; `headers` (e.g. CORS) are added to each. */
+export function jsonAnswers(headers: Readonly<Record<string, string>> = {}): Answers {
+  return {
+    success: () => jsonResponse(200, { ok: true }, headers),
+    error: (code, options = {}) =>
+      errorResponse(code, { ...options, headers: { ...headers, ...options.headers } }),
+  };
+}
+
+/**
+ * Answers to a form post: `303` to the matching target when the form named one, else plain
+ * text with the real status. `headers` are added to each.
+ */
+export function formAnswers(
+  headers: Readonly<Record<string, string>> = {},
+  targets: RedirectTargets = {},
+): Answers {
+  const seeOther = (location: string) =>
+    new Response(null, {
+      status: 303,
+      headers: { "cache-control": "no-store", ...headers, location },
+    });
+  return {
+    success: () =>
+      targets.success === undefined
+        ? textResponse(200, `${SUCCESS_TEXT}\n`, headers)
+        : seeOther(targets.success),
+    error: (code, options = {}) =>
+      targets.error === undefined
+        ? textResponse(
+          ERRORS[code].status,
+          `${options.message ?? ERRORS[code].message}\n`,
+          { ...headers, ...options.headers },
+        )
+        : seeOther(withErrorCode(targets.error, code)),
+  };
+}

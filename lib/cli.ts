@@ -1,0 +1,163 @@
+/**
+ * The command line of `contactd`: parsing, `--help`, `--version`, the optional env file, and
+ * dispatch to the service or an operator command. All I/O is passed in.
+ *
+ * @module
+ */
+import { parseArgs as parseNodeArgs } from "node:util";
+import { parseEnv } from "node:util";
+import { DEFAULTS, SETTING_NAMES, type SettingName } from "./config.ts";
+import { chatIdCommand, checkCommand, type CommandIo, sendTestCommand } from "./commands.ts";
+import { mergeSettings, readSettings, type Settings } from "./settings.ts";
+
+/** The commands, `serve` being the default. */
+export const COMMANDS = {
+  serve: "run the service (the default)",
+  check: "validate the settings, call getMe, check the chat; exit 1 with the reason otherwise",
+  "chat-id": "list the chats that wrote to the bot (id, type, name): finds MESSENGER_CHAT_ID",
+  "send-test": "send one test notification to MESSENGER_CHAT_ID and report the result",
+} as const;
+
+/** One of {@linkcode COMMANDS}. */
+export type CommandName = keyof typeof COMMANDS;
+
+/** One line of help per setting; a new setting does not compile without one. */
+export const SETTING_HELP: Record<SettingName, string> = {
+  MESSENGER_BOT_TOKEN: "bot credential from @BotFather, <digits>:<chars>; never printed",
+  MESSENGER_CHAT_ID: "chat that receives notifications; negative for groups",
+  MESSAGES_FILE: "backup file, relative to the working directory",
+  HOST: "listen address",
+  PORT: "listen port",
+  MESSENGER_API_URL: "Bot API base URL",
+  TRUSTED_PROXIES: 'addresses/CIDRs whose X-Real-IP/X-Forwarded-For are believed, or "none"',
+  MESSENGER_TIMEOUT_MS: "time limit of one Bot API call, 100 to 120000 ms",
+  ALLOWED_ORIGINS: "origins (comma list) whose pages may post: CORS, Origin check, redirects",
+  SERVE_EXAMPLE: "1 serves examples/contact.html at / for trying contactd out (not in the binary)",
+};
+
+/** What the command line asked for. */
+export type Invocation =
+  | { readonly kind: "help" }
+  | { readonly kind: "version" }
+  | { readonly kind: "run"; readonly command: CommandName; readonly envFile?: string };
+
+/** A command line that cannot be understood; the message fits one line. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Parses `contactd [command] [--env-file PATH] [--help] [--version]`. */
+export function parseCommandLine(args: readonly string[]): Invocation {
+  let parsed;
+  try {
+    parsed = parseNodeArgs({
+      args: [...args],
+      options: {
+        "env-file": { type: "string" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "V" },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message.split("\n")[0] : String(error));
+  }
+  if (parsed.values.help) return { kind: "help" };
+  if (parsed.values.version) return { kind: "version" };
+  const [command = "serve", ...rest] = parsed.positionals;
+  if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command "${command}"`);
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  const envFile = parsed.values["env-file"];
+  if (envFile === "") throw new UsageError("--env-file needs a path");
+  return {
+    kind: "run",
+    command: command as CommandName,
+    ...(envFile === undefined ? {} : { envFile }),
+  };
+}
+
+/** The `--help` text: every command and every setting with its default. */
+export function helpText(version: string): string {
+  const width = Math.max(...SETTING_NAMES.map((name) => name.length));
+  const commandWidth = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const defaults: Readonly<Record<string, string>> = DEFAULTS;
+  return [
+    `contactd ${version}: relays contact-form submissions to a Telegram chat`,
+    "",
+    "Usage: contactd [command] [--env-file PATH]",
+    "       contactd --help | --version",
+    "",
+    "Commands:",
+    ...Object.entries(COMMANDS).map(([name, text]) => `  ${name.padEnd(commandWidth)}  ${text}`),
+    "",
+    "Options:",
+    "  --env-file PATH  also read settings from PATH (KEY=value lines); the environment wins",
+    "  -h, --help       print this help",
+    "  -V, --version    print the version",
+    "",
+    "Settings (environment variables):",
+    ...SETTING_NAMES.map((name) => {
+      const fallback = Object.hasOwn(defaults, name) ? ` (default ${defaults[name]})` : "";
+      return `  ${name.padEnd(width)}  ${SETTING_HELP[name]}${fallback}`;
+    }),
+    "",
+  ].join("\n");
+}
+
+/** What {@linkcode runCli} needs from the outside world. */
+export interface CliIo extends CommandIo {
+  readonly version: string;
+  /** Reads one process environment variable (only setting names are asked for). */
+  readonly env: (name: SettingName) => string | undefined;
+  readonly readTextFile: (path: string) => Promise<string>;
+  /** Runs the service until it stops; returns the exit code. */
+  readonly serve: (settings: Settings) => Promise<number>;
+}
+
+/** Runs the command line; returns the exit code (2 for a usage error). */
+export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+  let invocation: Invocation;
+  try {
+    invocation = parseCommandLine(args);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.err(`contactd: ${error.message} (see contactd --help)`);
+    return 2;
+  }
+  if (invocation.kind === "help") {
+    io.out(helpText(io.version).trimEnd());
+    return 0;
+  }
+  if (invocation.kind === "version") {
+    io.out(`contactd ${io.version}`);
+    return 0;
+  }
+  let fromFile: Record<string, string | undefined> = {};
+  if (invocation.envFile !== undefined) {
+    try {
+      fromFile = parseEnv(await io.readTextFile(invocation.envFile));
+    } catch (error) {
+      io.err(`contactd: cannot read env file ${invocation.envFile}: ${envFileReason(error)}`);
+      return 1;
+    }
+  }
+  const settings = mergeSettings(fromFile, readSettings(io.env));
+  switch (invocation.command) {
+    case "serve":
+      return await io.serve(settings);
+    case "check":
+      return await checkCommand(settings, io);
+    case "chat-id":
+      return await chatIdCommand(settings, io);
+    case "send-test":
+      return await sendTestCommand(settings, io);
+  }
+}
+
+function envFileReason(error: unknown): string {
+  if (error instanceof Deno.errors.NotCapable) {
+    return "not permitted (a compiled contactd reads only the env file named at build time)";
+  }
+  return error instanceof Error ? error.name : "unreadable";
+}

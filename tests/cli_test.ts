@@ -1,0 +1,127 @@
+/**
+ * The command line: parsing, --help, --version, --env-file, dispatch.
+ */
+import assert from "node:assert/strict";
+import { type CliIo, COMMANDS, helpText, parseCommandLine, runCli } from "../lib/cli.ts";
+import { DEFAULTS, SETTING_NAMES } from "../lib/config.ts";
+import type { Settings } from "../lib/settings.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+
+/** Runs the CLI with `serve` recording the settings it got instead of serving. */
+async function run(
+  args: string[],
+  env: Settings = {},
+  files: Record<string, string> = {},
+) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const served: Settings[] = [];
+  const io: CliIo = {
+    version: "1.2.3",
+    env: (name) => env[name],
+    readTextFile: (path) =>
+      Object.hasOwn(files, path)
+        ? Promise.resolve(files[path]!)
+        : Promise.reject(new Deno.errors.NotCapable(`Requires read access to "${path}"`)),
+    fetch: () => Promise.reject(new Error("no network in this test")),
+    now: () => new Date(0),
+    sleep: () => Promise.resolve(),
+    granted: () => true,
+    out: (line) => out.push(line),
+    err: (line) => err.push(line),
+    serve: (settings) => {
+      served.push(settings);
+      return Promise.resolve(0);
+    },
+  };
+  const code = await runCli(args, io);
+  return { code, out, err, served };
+}
+
+Deno.test("contactd with no command, or serve, runs the service with the environment's settings", async () => {
+  for (const args of [[], ["serve"]]) {
+    const { code, served } = await run(args, { PORT: "9000", HOST: "::1" });
+    assert.equal(code, 0);
+    assert.deepEqual(served, [{ PORT: "9000", HOST: "::1" }]);
+  }
+});
+
+Deno.test("--env-file settings are used, the process environment winning", async () => {
+  const file = "# comment\nPORT=1111\nHOST=0.0.0.0\nMESSENGER_CHAT_ID='-5'\nPATH=/evil\n";
+  for (
+    const args of [["--env-file", "/etc/contactd/env"], ["serve", "--env-file=/etc/contactd/env"]]
+  ) {
+    const { served } = await run(args, { PORT: "2222" }, { "/etc/contactd/env": file });
+    assert.deepEqual(served, [{ PORT: "2222", HOST: "0.0.0.0", MESSENGER_CHAT_ID: "-5" }]);
+  }
+});
+
+Deno.test("an env file that may not be read stops the command with one line, exit 1", async () => {
+  const { code, err, served } = await run(["check", "--env-file", "/root/other"]);
+  assert.equal(code, 1);
+  assert.deepEqual(served, []);
+  assert.deepEqual(err, [
+    "contactd: cannot read env file /root/other: not permitted " +
+    "(a compiled contactd reads only the env file named at build time)",
+  ]);
+});
+
+Deno.test("usage errors exit 2 with one line pointing at --help", async () => {
+  for (
+    const args of [["bogus"], ["--port", "1"], ["check", "extra"], ["--env-file"], ["--env-file="]]
+  ) {
+    const { code, err, served } = await run(args);
+    assert.equal(code, 2, args.join(" "));
+    assert.equal(err.length, 1);
+    assert.match(err[0]!, /^contactd: .+ \(see contactd --help\)$/);
+    assert.deepEqual(served, []);
+  }
+});
+
+Deno.test("parseCommandLine recognises every command and the options", () => {
+  for (const command of Object.keys(COMMANDS)) {
+    assert.deepEqual(parseCommandLine([command]), { kind: "run", command });
+  }
+  assert.deepEqual(parseCommandLine(["-h"]), { kind: "help" });
+  assert.deepEqual(parseCommandLine(["check", "--help"]), { kind: "help" });
+  assert.deepEqual(parseCommandLine(["-V"]), { kind: "version" });
+  assert.deepEqual(parseCommandLine(["chat-id", "--env-file", "x"]), {
+    kind: "run",
+    command: "chat-id",
+    envFile: "x",
+  });
+});
+
+Deno.test("--help lists every command and every setting with its default", async () => {
+  const { code, out } = await run(["--help"]);
+  assert.equal(code, 0);
+  const text = out.join("\n");
+  assert.equal(text, helpText("1.2.3").trimEnd());
+  for (const command of Object.keys(COMMANDS)) {
+    assert.match(text, new RegExp(`^  ${command} `, "m"));
+  }
+  for (const name of SETTING_NAMES) assert.match(text, new RegExp(`^  ${name} `, "m"));
+  for (const value of Object.values(DEFAULTS)) assert.ok(text.includes(`(default ${value})`));
+  assert.match(text, /--env-file PATH/);
+  assert.match(text, /--version/);
+});
+
+Deno.test("--version prints the version from deno.json, the one place it is kept", async () => {
+  const { version } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+  assert.match(version, /^\d+\.\d+\.\d+$/);
+  const main = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", `${ROOT}main.ts`, "--version"],
+    stdin: "null",
+  }).output();
+  assert.equal(main.code, 0);
+  assert.equal(new TextDecoder().decode(main.stdout), `contactd ${version}\n`);
+});
+
+Deno.test("the README documents every command and the binary's env-file option", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  for (const command of Object.keys(COMMANDS)) {
+    assert.match(readme, new RegExp(`contactd ${command}`));
+  }
+  assert.match(readme, /--env-file PATH/);
+});

@@ -1,0 +1,219 @@
+/**
+ * The binary's baked-in permissions. `deno compile` cannot download its runtime here, so the
+ * flags are proven another way: `deno task compile --print` prints exactly what the task would
+ * pass to `deno compile`, and the service runs under `deno run` with exactly those flags, in the
+ * deployment's layout (working directory = systemd StateDirectory, env file elsewhere).
+ */
+import assert from "node:assert/strict";
+import { parseConfig } from "../lib/config.ts";
+import { DEFAULT_ENV_FILE, OUTPUT } from "../lib/compile.ts";
+import { serviceFlags } from "../lib/permissions.ts";
+import { startFakeBotApi } from "./fake_bot_api.ts";
+import { baseEnv, freePort } from "./service.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const TOKEN = "123456789:AAE_secret-token-value";
+const CHAT_ID = 4242;
+
+/** Runs the real `deno task compile --print` with `buildEnv`; returns the `deno` arguments. */
+async function compileTask(buildEnv: Record<string, string> = {}): Promise<string[]> {
+  const output = await new Deno.Command("deno", {
+    args: ["task", "--quiet", "compile", "--print"],
+    cwd: ROOT,
+    clearEnv: true,
+    env: { ...baseEnv(), ...buildEnv },
+    stdin: "null",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout);
+  assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+  return JSON.parse(text.trim().split("\n").at(-1)!);
+}
+
+/** The permission flags of a compile command line (between "compile" and "--output"). */
+function bakedFlags(args: string[]): string[] {
+  assert.equal(args[0], "compile");
+  assert.deepEqual(args.slice(-3), ["--output", OUTPUT, "main.ts"]);
+  return args.slice(1, -3);
+}
+
+Deno.test("deno task compile bakes in exactly serviceFlags of the deployment defaults", async () => {
+  const args = await compileTask();
+  assert.deepEqual(
+    bakedFlags(args),
+    serviceFlags(parseConfig({}), { envFile: DEFAULT_ENV_FILE }),
+  );
+  // The README shows the same list an operator gets.
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  for (const flag of bakedFlags(args)) assert.ok(readme.includes(flag), `README lacks ${flag}`);
+});
+
+Deno.test("deno task compile never embeds an env file and grants nothing unscoped", async () => {
+  const args = await compileTask({ MESSENGER_BOT_TOKEN: TOKEN });
+  assert.ok(!args.some((arg) => arg.startsWith("--env") || arg === "--env-file"));
+  assert.ok(!args.join(" ").includes(TOKEN));
+  for (const flag of bakedFlags(args)) {
+    assert.match(flag, /^--(no-prompt|allow-(net|read|write|env)=.+)$/);
+  }
+  const task: string = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks.compile;
+  assert.ok(!/--env-file|--allow-all|-A\b|--allow-run(\s|$)/.test(task), task);
+});
+
+Deno.test("deno task compile takes HOST, PORT, MESSENGER_API_URL, MESSAGES_FILE and CONTACTD_ENV_FILE from the build environment", async () => {
+  const args = await compileTask({
+    HOST: "::1",
+    PORT: "9000",
+    MESSENGER_API_URL: "https://bot-api.internal:8443",
+    MESSAGES_FILE: "/srv/contactd/messages.jsonl",
+    CONTACTD_ENV_FILE: "/srv/contactd/env",
+  });
+  assert.deepEqual(bakedFlags(args).slice(1, 4), [
+    "--allow-net=[::1]:9000,bot-api.internal:8443",
+    "--allow-read=/srv/contactd/messages.jsonl,/srv/contactd/env",
+    "--allow-write=/srv/contactd/messages.jsonl",
+  ]);
+});
+
+Deno.test("deno task compile refuses a malformed build setting with one line", async () => {
+  for (const [name, value] of [["PORT", "http"], ["CONTACTD_ENV_FILE", "relative/env"]]) {
+    const output = await new Deno.Command("deno", {
+      args: ["task", "--quiet", "compile", "--print"],
+      cwd: ROOT,
+      clearEnv: true,
+      env: { ...baseEnv(), [name!]: value! },
+    }).output();
+    assert.equal(output.code, 1);
+    assert.equal(output.stdout.length, 0);
+    assert.match(new TextDecoder().decode(output.stderr), new RegExp(`^compile: "${name}"`, "m"));
+  }
+});
+
+Deno.test("with the binary's flags the service delivers and records, and everything else is NotCapable", async () => {
+  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+  const other = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => new Response("must not be reached"),
+  );
+  const root = await Deno.makeTempDir({ prefix: "contactd-binary-" });
+  const state = `${root}/var/lib/contactd`; // WorkingDirectory= of the unit
+  const envFile = `${root}/etc/contactd/env`;
+  await Deno.mkdir(state, { recursive: true });
+  await Deno.mkdir(`${root}/etc/contactd`, { recursive: true });
+  const port = freePort();
+  // The operator's env file: secrets here only, never in the build.
+  await Deno.writeTextFile(
+    envFile,
+    `MESSENGER_BOT_TOKEN=${TOKEN}\nMESSENGER_CHAT_ID=${CHAT_ID}\n` +
+      `MESSENGER_API_URL=${fake.url}\nPORT=${port}\n`,
+    { mode: 0o600 },
+  );
+  const flags = bakedFlags(
+    await compileTask({
+      PORT: String(port),
+      MESSENGER_API_URL: fake.url,
+      CONTACTD_ENV_FILE: envFile,
+    }),
+  );
+  const env = { ...baseEnv(), UNLISTED_SECRET: "must not be readable" };
+  const service = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...flags, `${ROOT}main.ts`, "serve", "--env-file", envFile],
+    cwd: state,
+    clearEnv: true,
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    let health: unknown;
+    for (let i = 0; i < 300 && health === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      health = await fetch(`${url}/api/health`).then((r) => r.json(), () => undefined);
+    }
+    assert.deepEqual(health, { ok: true, configured: true });
+
+    const response = await fetch(`${url}/api/contact`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-real-ip": "203.0.113.9" },
+      body: JSON.stringify({ name: "Ann", contact: "@ann", message: "Hello from the binary" }),
+    });
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), '{"ok":true}');
+    assert.equal(fake.delivered.length, 1);
+    assert.match(fake.delivered[0]!, /Hello from the binary/);
+    const lines = (await Deno.readTextFile(`${state}/messages.jsonl`)).trim().split("\n");
+    assert.equal(lines.length, 1);
+    assert.equal(JSON.parse(lines[0]!).ip, "203.0.113.9");
+    assert.equal((await Deno.stat(`${state}/messages.jsonl`)).mode! & 0o777, 0o600);
+
+    const probe = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        ...flags,
+        `${ROOT}tests/fixtures/permission_probe.ts`,
+        envFile,
+        `${fake.url}/`,
+        `http://127.0.0.1:${other.addr.port}/`,
+      ],
+      cwd: state,
+      clearEnv: true,
+      env,
+      stdin: "null",
+    }).output();
+    assert.equal(probe.code, 0, new TextDecoder().decode(probe.stderr));
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(probe.stdout)), {
+      "write messages.jsonl": "ok",
+      "read env file": "ok",
+      "read setting": "ok",
+      "connect to the API": "ok",
+      "write another file here": "NotCapable",
+      "write /tmp": "NotCapable",
+      "write the env file": "NotCapable",
+      "read /etc/passwd": "NotCapable",
+      "read the directory": "NotCapable",
+      "read env HOME": "NotCapable",
+      "read whole env": "NotCapable",
+      "connect to another loopback port": "NotCapable",
+      "connect to another host": "NotCapable",
+      "connect to the API host on port 80": "NotCapable",
+      "listen elsewhere": "NotCapable",
+      "run a program": "NotCapable",
+      "system info": "NotCapable",
+      "load a native library": "NotCapable",
+    });
+    assert.deepEqual(
+      Array.from(Deno.readDirSync(state), (entry) => entry.name),
+      ["messages.jsonl"],
+    );
+  } finally {
+    service.kill("SIGTERM");
+    const output = await service.output();
+    await fake.close();
+    await other.shutdown();
+    await Deno.remove(root, { recursive: true });
+    const logs = new TextDecoder().decode(output.stdout) + new TextDecoder().decode(output.stderr);
+    assert.ok(!logs.includes("AAE_secret"), "token leaked in the logs");
+    assert.equal(output.code, 0, logs);
+  }
+});
+
+Deno.test("a binary refuses at start-up a PORT outside its baked-in permissions, naming the setting", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-binary-" });
+  const flags = bakedFlags(await compileTask({ PORT: String(freePort()) }));
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...flags, `${ROOT}main.ts`],
+    cwd: dir,
+    clearEnv: true,
+    env: { ...baseEnv(), PORT: String(freePort()) },
+    stdin: "null",
+  }).output();
+  await Deno.remove(dir, { recursive: true });
+  assert.equal(output.code, 1);
+  const lines = new TextDecoder().decode(output.stderr).trim().split("\n").map((l) =>
+    JSON.parse(l)
+  );
+  assert.equal(lines.length, 1);
+  assert.equal(lines[0].event, "config_invalid");
+  assert.equal(lines[0].setting, "PORT");
+  assert.match(lines[0].error, /this build may not listen on 127\.0\.0\.1:\d+/);
+});
