@@ -37,7 +37,8 @@ export async function readBody(
     // `request.body` is never touched (its getter builds a ReadableStream, costly per request).
     const reading = request.arrayBuffer();
     if (deadline === undefined) return { ok: true, bytes: new Uint8Array(await reading) };
-    const next = await Promise.race([reading, whenAborted(deadline)]);
+    const expiry = whenAborted(deadline);
+    const next = await Promise.race([reading, expiry.promise]).finally(expiry.cancel);
     if (next === "timeout") {
       // At most the declared length (within the limit) stays buffered until the connection,
       // answered with `Connection: close`, ends.
@@ -51,7 +52,8 @@ export async function readBody(
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = request.body.getReader();
-  const expired = deadline === undefined ? undefined : whenAborted(deadline);
+  const expiry = deadline === undefined ? undefined : whenAborted(deadline);
+  const expired = expiry?.promise;
   try {
     while (true) {
       const next = await (expired ? Promise.race([reader.read(), expired]) : reader.read());
@@ -70,6 +72,7 @@ export async function readBody(
       chunks.push(value);
     }
   } finally {
+    expiry?.cancel();
     reader.releaseLock();
   }
   const bytes = new Uint8Array(size);
@@ -81,10 +84,17 @@ export async function readBody(
   return { ok: true, bytes };
 }
 
-/** Resolves `"timeout"` once `signal` aborts (at once if it already has). */
-function whenAborted(signal: AbortSignal): Promise<"timeout"> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve("timeout");
-    else signal.addEventListener("abort", () => resolve("timeout"), { once: true });
+/**
+ * Resolves `"timeout"` once `signal` aborts (at once if it already has); `cancel` removes the
+ * listener, since a deadline signal may be shared by many requests and outlive this one.
+ */
+function whenAborted(signal: AbortSignal): { promise: Promise<"timeout">; cancel: () => void } {
+  let cancel = () => {};
+  const promise = new Promise<"timeout">((resolve) => {
+    if (signal.aborted) return resolve("timeout");
+    const onAbort = () => resolve("timeout");
+    signal.addEventListener("abort", onAbort, { once: true });
+    cancel = () => signal.removeEventListener("abort", onAbort);
   });
+  return { promise, cancel };
 }

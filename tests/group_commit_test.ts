@@ -138,3 +138,26 @@ Deno.test("group commit on a real file keeps every concurrent line whole and in 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("group commit writes the next batch to a fresh file once the path was rotated", async () => {
+  const first = heldFile();
+  const second = heldFile();
+  let id = "old";
+  const appender = createOn({ file: first.file, id: "old", endsMidLine: false }, {
+    identify: () => Promise.resolve(id),
+    open: () => Promise.resolve({ file: second.file, id: "new", endsMidLine: false }),
+  });
+  const a = tracked(appender.append("a\n"));
+  await settle();
+  first.syncs[0]!.release();
+  await settle();
+  id = "new"; // logrotate renamed the file away; the path names a new one
+  const b = tracked(appender.append("b\n"));
+  await settle();
+  second.syncs[0]!.release();
+  await settle();
+  assert.deepEqual([a.done, b.done], [true, true]);
+  assert.deepEqual(first.written, ["a\n"]);
+  assert.deepEqual(second.written, ["b\n"]);
+  assert.deepEqual(first.events.at(-1), "close");
+});
