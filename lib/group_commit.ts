@@ -27,6 +27,9 @@ export function createGroupAppender(opened: OpenedFile, source?: FileSource): Ap
 
   const drain = async (): Promise<void> => {
     while (queue.length > 0) {
+      // One microtask turn first: callers answered by the last batch, and requests handled in
+      // the same turn, join this batch instead of the one after it.
+      await undefined;
       const batch = queue;
       queue = [];
       try {

@@ -48,9 +48,10 @@ Deno.test("group commit writes concurrent lines whole and in order, one sync per
   const { file, written, events, syncs } = heldFile({ shortWrites: true });
   const appender = createGroupAppender(file);
   const lines = Array.from({ length: 20 }, (_, i) => `{"n":${i},"text":"line ${i}"}\n`);
-  const done = Promise.all(lines.map((line) => appender.append(line)));
-  await settle();
-  syncs[0]!.release(); // the first line went alone; the other 19 queued behind its sync
+  const first = appender.append(lines[0]!);
+  await settle(); // the first line goes alone; the other 19 queue behind its sync
+  const done = Promise.all([first, ...lines.slice(1).map((line) => appender.append(line))]);
+  syncs[0]!.release();
   await settle();
   syncs[1]!.release();
   await done;
