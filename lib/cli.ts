@@ -98,7 +98,9 @@ export function helpText(version: string): string {
     "",
     "Settings (environment variables):",
     ...SETTING_NAMES.map((name) => {
-      const fallback = Object.hasOwn(defaults, name) ? ` (default ${defaults[name]})` : "";
+      const fallback = Object.hasOwn(defaults, name) && defaults[name] !== ""
+        ? ` (default ${defaults[name]})`
+        : "";
       return `  ${name.padEnd(width)}  ${SETTING_HELP[name]}${fallback}`;
     }),
     "",
