@@ -6,21 +6,10 @@
 import assert from "node:assert/strict";
 import { ERRORS } from "../lib/errors.ts";
 import { fakeHandler, PROXY } from "./fake_handler.ts";
+import { mulberry32 as prng } from "./random.ts";
 
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? 20261122) >>> 0;
 const RUNS = 4000;
-
-/** mulberry32: a tiny, well-mixed 32-bit PRNG; the same seed gives the same bodies. */
-function prng(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 type Random = ReturnType<typeof prng>;
 const pick = <T>(random: Random, items: readonly T[]): T =>

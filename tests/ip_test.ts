@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { cidrContains, formatIp, type IpAddress, parseCidr, parseIp } from "../lib/ip.ts";
+import { mulberry32 as random } from "./random.ts";
 
 function canonical(text: string): string | null {
   const ip = parseIp(text);
@@ -10,16 +11,6 @@ function ip(text: string): IpAddress {
   const parsed = parseIp(text);
   assert.ok(parsed, `expected ${JSON.stringify(text)} to parse`);
   return parsed;
-}
-
-/** Deterministic PRNG (mulberry32) so property tests are reproducible. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 Deno.test("parseIp accepts IPv4 dotted quads and trims surrounding whitespace", () => {

@@ -5,6 +5,7 @@ import {
   type RateLimiterOptions,
   rateLimitKey,
 } from "../lib/rate_limit.ts";
+import { mulberry32 as random } from "./random.ts";
 
 const WINDOW = 60_000;
 
@@ -25,16 +26,6 @@ function admitted(rl: RateLimiter, key: string, now: number, n: number): number 
 
 function retryAfter(decision: RateDecision): number | null {
   return decision.allowed ? null : decision.retryAfterSeconds;
-}
-
-/** Deterministic PRNG (mulberry32) so the schedule test is reproducible. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 Deno.test("RateLimiter allows the 5th attempt and refuses the 6th", () => {

@@ -1,0 +1,17 @@
+/**
+ * A seeded PRNG for property and fuzz tests: the same seed gives the same cases.
+ *
+ * @module
+ */
+
+/** mulberry32: a tiny, well-mixed 32-bit PRNG returning numbers in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
