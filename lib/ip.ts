@@ -63,24 +63,29 @@ export function formatIp(ip: IpAddress): string {
   if (b.length !== (ip.version === 4 ? 4 : 16)) {
     throw new RangeError(`IPv${ip.version} address must have ${ip.version === 4 ? 4 : 16} bytes`);
   }
-  if (ip.version === 4) return b.join(".");
+  if (ip.version === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
   // RFC 5952 section 5: mapped addresses keep their dotted tail.
-  if (isMapped(b)) return `::ffff:${b.subarray(12).join(".")}`;
-  const groups: number[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push((b[i]! << 8) | b[i + 1]!);
+  if (isMapped(b)) return `::ffff:${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
+  const group = (i: number) => (b[2 * i]! << 8) | b[2 * i + 1]!;
   let bestStart = -1;
   let bestLength = 1; // a lone zero group is never compressed
   for (let i = 0; i < 8;) {
     let j = i;
-    while (j < 8 && groups[j] === 0) j++;
+    while (j < 8 && group(j) === 0) j++;
     if (j - i > bestLength) [bestStart, bestLength] = [i, j - i];
     i = j === i ? i + 1 : j;
   }
-  const hex = (g: number[]) => g.map((n) => n.toString(16)).join(":");
-  if (bestStart < 0) return hex(groups);
-  const head = hex(groups.slice(0, bestStart));
-  const tail = hex(groups.slice(bestStart + bestLength));
-  return `${head}::${tail}`;
+  let text = "";
+  for (let i = 0; i < 8; i++) {
+    if (i === bestStart) {
+      text += "::";
+      i += bestLength - 1;
+      continue;
+    }
+    if (text !== "" && !text.endsWith(":")) text += ":";
+    text += group(i).toString(16);
+  }
+  return text;
 }
 
 /**
@@ -164,46 +169,68 @@ function parseDecimal(text: string, max: number): number | null {
   return n <= max ? n : null;
 }
 
+// The parser and formatter below run twice per POST (client address, rate-limit key): they
+// scan characters and allocate only the result, no arrays of parts or groups.
+
 function parseV6(text: string): Uint8Array | null {
   // Only the first "::" is special: any other (or ":::") leaves an empty group,
   // which parseGroups refuses, as a second zero run would be ambiguous.
   const gap = text.indexOf("::");
-  const split = (s: string) => (s === "" ? [] : s.split(":"));
-  const head = parseGroups(gap < 0 ? text.split(":") : split(text.slice(0, gap)), gap < 0);
-  const tail = gap < 0 ? [] : parseGroups(split(text.slice(gap + 2)), true);
-  if (head === null || tail === null) return null;
-  const count = head.length + tail.length;
-  if (gap < 0 ? count !== 8 : count > 7) return null;
-  const groups = [...head, ...new Array<number>(8 - count).fill(0), ...tail];
+  const head: number[] = [];
+  const tail: number[] = [];
+  if (gap < 0) {
+    if (!parseGroups(text, 0, text.length, true, head) || head.length !== 8) return null;
+  } else if (
+    !parseGroups(text, 0, gap, false, head) ||
+    !parseGroups(text, gap + 2, text.length, true, tail) ||
+    head.length + tail.length > 7
+  ) {
+    return null;
+  }
   const bytes = new Uint8Array(16);
-  groups.forEach((g, i) => {
-    bytes[2 * i] = g >>> 8;
-    bytes[2 * i + 1] = g & 0xff;
-  });
+  for (let i = 0; i < head.length; i++) {
+    bytes[2 * i] = head[i]! >>> 8;
+    bytes[2 * i + 1] = head[i]! & 0xff;
+  }
+  for (let i = 0, at = 16 - 2 * tail.length; i < tail.length; i++, at += 2) {
+    bytes[at] = tail[i]! >>> 8;
+    bytes[at + 1] = tail[i]! & 0xff;
+  }
   return bytes;
 }
 
-/** 1-4 hex digits per group; only the very last group may be an embedded IPv4. */
-function parseGroups(parts: string[], mayEndWithV4: boolean): number[] | null {
-  const groups: number[] = [];
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!;
-    if (mayEndWithV4 && i === parts.length - 1 && part.includes(".")) {
-      const v4 = parseV4(part);
-      if (v4 === null) return null;
-      groups.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
-      continue;
+/**
+ * Appends the ":"-separated groups of `text[start, end)` to `out` (none if empty): 1-4 hex
+ * digits each; only the very last may be an embedded IPv4. False if any part is malformed.
+ */
+function parseGroups(
+  text: string,
+  start: number,
+  end: number,
+  mayEndWithV4: boolean,
+  out: number[],
+): boolean {
+  if (start === end) return true;
+  for (let i = start;;) {
+    let j = text.indexOf(":", i);
+    if (j < 0 || j > end) j = end;
+    if (j === end && mayEndWithV4 && text.slice(i, end).includes(".")) {
+      const v4 = parseV4(text.slice(i, end));
+      if (v4 === null) return false;
+      out.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
+      return true;
     }
-    if (part.length === 0 || part.length > 4) return null;
+    if (j === i || j - i > 4) return false;
     let n = 0;
-    for (let j = 0; j < part.length; j++) {
-      const digit = hexDigit(part.charCodeAt(j));
-      if (digit < 0) return null;
+    for (let k = i; k < j; k++) {
+      const digit = hexDigit(text.charCodeAt(k));
+      if (digit < 0) return false;
       n = (n << 4) | digit;
     }
-    groups.push(n);
+    out.push(n);
+    if (j === end) return true;
+    i = j + 1;
   }
-  return groups;
 }
 
 function hexDigit(code: number): number {
