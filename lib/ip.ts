@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { formatV6Groups, parseDecimal, parseV4, parseV6Groups } from "./ip_text.ts";
 
 /** A parsed IP address; IPv4-mapped IPv6 (::ffff:a.b.c.d) is returned as IPv4. */
 export interface IpAddress {
@@ -66,26 +67,9 @@ export function formatIp(ip: IpAddress): string {
   if (ip.version === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
   // RFC 5952 section 5: mapped addresses keep their dotted tail.
   if (isMapped(b)) return `::ffff:${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
-  const group = (i: number) => (b[2 * i]! << 8) | b[2 * i + 1]!;
-  let bestStart = -1;
-  let bestLength = 1; // a lone zero group is never compressed
-  for (let i = 0; i < 8;) {
-    let j = i;
-    while (j < 8 && group(j) === 0) j++;
-    if (j - i > bestLength) [bestStart, bestLength] = [i, j - i];
-    i = j === i ? i + 1 : j;
-  }
-  let text = "";
-  for (let i = 0; i < 8; i++) {
-    if (i === bestStart) {
-      text += "::";
-      i += bestLength - 1;
-      continue;
-    }
-    if (text !== "" && !text.endsWith(":")) text += ":";
-    text += group(i).toString(16);
-  }
-  return text;
+  const groups = GROUPS;
+  for (let i = 0; i < 8; i++) groups[i] = (b[2 * i]! << 8) | b[2 * i + 1]!;
+  return formatV6Groups(groups);
 }
 
 /**
@@ -145,99 +129,62 @@ function parseRaw(text: string): IpAddress | null {
   return bytes === null ? null : { version: 4, bytes };
 }
 
-function parseV4(text: string): Uint8Array | null {
-  const parts = text.split(".");
-  if (parts.length !== 4) return null;
-  const bytes = new Uint8Array(4);
-  for (let i = 0; i < 4; i++) {
-    const n = parseDecimal(parts[i]!, 255);
-    if (n === null) return null;
-    bytes[i] = n;
-  }
-  return bytes;
-}
-
-/** ASCII digits only, at most three, no leading zero: "010" could mean octal. */
-function parseDecimal(text: string, max: number): number | null {
-  if (text.length === 0 || text.length > 3 || (text.length > 1 && text[0] === "0")) return null;
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const digit = text.charCodeAt(i) - 48;
-    if (digit < 0 || digit > 9) return null;
-    n = n * 10 + digit;
-  }
-  return n <= max ? n : null;
-}
-
-// The parser and formatter below run twice per POST (client address, rate-limit key): they
-// scan characters and allocate only the result, no arrays of parts or groups.
-
 function parseV6(text: string): Uint8Array | null {
-  // Only the first "::" is special: any other (or ":::") leaves an empty group,
-  // which parseGroups refuses, as a second zero run would be ambiguous.
-  const gap = text.indexOf("::");
-  const head: number[] = [];
-  const tail: number[] = [];
-  if (gap < 0) {
-    if (!parseGroups(text, 0, text.length, true, head) || head.length !== 8) return null;
-  } else if (
-    !parseGroups(text, 0, gap, false, head) ||
-    !parseGroups(text, gap + 2, text.length, true, tail) ||
-    head.length + tail.length > 7
-  ) {
-    return null;
-  }
+  const groups = GROUPS;
+  if (!parseV6Groups(text, groups)) return null;
   const bytes = new Uint8Array(16);
-  for (let i = 0; i < head.length; i++) {
-    bytes[2 * i] = head[i]! >>> 8;
-    bytes[2 * i + 1] = head[i]! & 0xff;
-  }
-  for (let i = 0, at = 16 - 2 * tail.length; i < tail.length; i++, at += 2) {
-    bytes[at] = tail[i]! >>> 8;
-    bytes[at + 1] = tail[i]! & 0xff;
+  for (let i = 0; i < 8; i++) {
+    bytes[2 * i] = groups[i]! >>> 8;
+    bytes[2 * i + 1] = groups[i]! & 0xff;
   }
   return bytes;
+}
+
+// Scratch groups for the parsers here (single-threaded, never held across calls).
+const GROUPS: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
+
+/**
+ * `formatIp(parseIp(text))`, or `null` where `parseIp` gives `null`, without building the
+ * address's bytes: the client address of every POST goes through here.
+ */
+export function canonicalIp(text: string): string | null {
+  if (typeof text !== "string" || text.length > MAX_IP_TEXT) return null;
+  const trimmed = text.trim();
+  const bracketed = trimmed.startsWith("[") && trimmed.endsWith("]");
+  if (!bracketed && !trimmed.includes(":")) {
+    if (isCanonicalIpv4(trimmed)) return trimmed;
+    const b = parseV4(trimmed);
+    return b === null ? null : `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
+  }
+  const g = GROUPS;
+  if (!parseV6Groups(bracketed ? trimmed.slice(1, -1) : trimmed, g)) return null;
+  if (isMappedGroups(g)) return `${g[6]! >>> 8}.${g[6]! & 0xff}.${g[7]! >>> 8}.${g[7]! & 0xff}`;
+  return formatV6Groups(g);
 }
 
 /**
- * Appends the ":"-separated groups of `text[start, end)` to `out` (none if empty): 1-4 hex
- * digits each; only the very last may be an embedded IPv4. False if any part is malformed.
+ * The canonical text of the /64 network of the IPv6 address `text` (host bits cleared, no
+ * "/64"), or `null` unless `parseIp(text)` is IPv6 (IPv4-mapped addresses are IPv4).
  */
-function parseGroups(
-  text: string,
-  start: number,
-  end: number,
-  mayEndWithV4: boolean,
-  out: number[],
-): boolean {
-  if (start === end) return true;
-  for (let i = start;;) {
-    let j = text.indexOf(":", i);
-    if (j < 0 || j > end) j = end;
-    if (j === end && mayEndWithV4 && text.slice(i, end).includes(".")) {
-      const v4 = parseV4(text.slice(i, end));
-      if (v4 === null) return false;
-      out.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
-      return true;
-    }
-    if (j === i || j - i > 4) return false;
-    let n = 0;
-    for (let k = i; k < j; k++) {
-      const digit = hexDigit(text.charCodeAt(k));
-      if (digit < 0) return false;
-      n = (n << 4) | digit;
-    }
-    out.push(n);
-    if (j === end) return true;
-    i = j + 1;
+export function ipv6Network64(text: string): string | null {
+  if (typeof text !== "string" || text.length > MAX_IP_TEXT) return null;
+  const trimmed = text.trim();
+  const bracketed = trimmed.startsWith("[") && trimmed.endsWith("]");
+  if (!bracketed && !trimmed.includes(":")) return null;
+  const g = GROUPS;
+  if (!parseV6Groups(bracketed ? trimmed.slice(1, -1) : trimmed, g) || isMappedGroups(g)) {
+    return null;
   }
+  g[4] =
+    g[5] =
+    g[6] =
+    g[7] =
+      0;
+  return formatV6Groups(g);
 }
 
-function hexDigit(code: number): number {
-  if (code >= 48 && code <= 57) return code - 48; // 0-9
-  const lower = code | 0x20;
-  if (lower >= 97 && lower <= 102) return lower - 87; // a-f, A-F
-  return -1;
+function isMappedGroups(g: readonly number[]): boolean {
+  return g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff;
 }
 
 /** True for ::ffff:0:0/96, the IPv4-mapped range. */
