@@ -37,30 +37,42 @@ export async function readBody(
     // `request.body` is never touched (its getter builds a ReadableStream, costly per request).
     const reading = request.arrayBuffer();
     if (deadline === undefined) return { ok: true, bytes: new Uint8Array(await reading) };
-    const expiry = whenAborted(deadline);
-    const next = await Promise.race([reading, expiry.promise]).finally(expiry.cancel);
-    if (next === "timeout") {
-      // At most the declared length (within the limit) stays buffered until the connection,
-      // answered with `Connection: close`, ends.
-      reading.catch(() => {});
-      return { ok: false, reason: "timeout" };
-    }
-    return { ok: true, bytes: new Uint8Array(next) };
+    // No Promise.race: a promise and a listener fewer per request (this is every POST's path).
+    return new Promise<BodyResult>((resolve, reject) => {
+      const cancel = whenAborted(deadline, () => {
+        // At most the declared length (within the limit) stays buffered until the connection,
+        // answered with `Connection: close`, ends.
+        reading.catch(() => {});
+        resolve(TIMEOUT);
+      });
+      reading.then((buffer) => {
+        cancel();
+        resolve({ ok: true, bytes: new Uint8Array(buffer) });
+      }, (error) => {
+        cancel();
+        reject(error);
+      });
+    });
   }
   if (request.body === null) return { ok: true, bytes: new Uint8Array() };
 
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = request.body.getReader();
-  const expiry = deadline === undefined ? undefined : whenAborted(deadline);
-  const expired = expiry?.promise;
+  let expire: ((value: "timeout") => void) | undefined;
+  const expired = deadline === undefined
+    ? undefined
+    : new Promise<"timeout">((resolve) => (expire = resolve));
+  const cancel = deadline === undefined
+    ? undefined
+    : whenAborted(deadline, () => expire!("timeout"));
   try {
     while (true) {
       const next = await (expired ? Promise.race([reader.read(), expired]) : reader.read());
       if (next === "timeout") {
         // Not awaited: a stalled client must not stall the answer.
         reader.cancel().catch(() => {});
-        return { ok: false, reason: "timeout" };
+        return TIMEOUT;
       }
       const { done, value } = next;
       if (done) break;
@@ -72,7 +84,7 @@ export async function readBody(
       chunks.push(value);
     }
   } finally {
-    expiry?.cancel();
+    cancel?.();
     reader.releaseLock();
   }
   const bytes = new Uint8Array(size);
@@ -84,17 +96,32 @@ export async function readBody(
   return { ok: true, bytes };
 }
 
+const TIMEOUT: BodyResult = Object.freeze({ ok: false, reason: "timeout" });
+
+// A deadline signal is shared by every request of its slot: it gets one listener, which calls
+// the callbacks of the reads still waiting (adding and removing a listener per request costs
+// more than the rest of a refusal's rules).
+const waiting = new WeakMap<AbortSignal, Set<() => void>>();
+
 /**
- * Resolves `"timeout"` once `signal` aborts (at once if it already has); `cancel` removes the
- * listener, since a deadline signal may be shared by many requests and outlive this one.
+ * Calls `onAbort` once `signal` aborts (at once if it already has); returns the function that
+ * cancels the call, since a signal may outlive this request.
  */
-function whenAborted(signal: AbortSignal): { promise: Promise<"timeout">; cancel: () => void } {
-  let cancel = () => {};
-  const promise = new Promise<"timeout">((resolve) => {
-    if (signal.aborted) return resolve("timeout");
-    const onAbort = () => resolve("timeout");
-    signal.addEventListener("abort", onAbort, { once: true });
-    cancel = () => signal.removeEventListener("abort", onAbort);
-  });
-  return { promise, cancel };
+function whenAborted(signal: AbortSignal, onAbort: () => void): () => void {
+  if (signal.aborted) {
+    onAbort();
+    return () => {};
+  }
+  let callbacks = waiting.get(signal);
+  if (callbacks === undefined) {
+    const all = new Set<() => void>();
+    signal.addEventListener("abort", () => {
+      for (const callback of all) callback();
+      all.clear();
+    }, { once: true });
+    waiting.set(signal, all);
+    callbacks = all;
+  }
+  callbacks.add(onAbort);
+  return () => callbacks.delete(onAbort);
 }

@@ -6,6 +6,7 @@
  */
 
 import {
+  canonicalIp,
   type Cidr,
   cidrContains,
   formatIp,
@@ -43,8 +44,7 @@ export function clientAddress(peer: string, headers: Headers, trusted: readonly 
   if (!lastPeerTrusted) return formatIp(peerIp);
   const candidate = forwardedCandidate(headers);
   if (candidate !== null && isCanonicalIpv4(candidate)) return candidate; // parses to itself
-  const client = candidate === null ? null : parseIp(candidate);
-  return formatIp(client ?? peerIp);
+  return (candidate === null ? null : canonicalIp(candidate)) ?? formatIp(peerIp);
 }
 
 // The last peer seen and whether it is trusted; the answer depends only on (peer, trusted).

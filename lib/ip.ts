@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { formatV6Groups, parseDecimal, parseV4, parseV6Groups } from "./ip_text.ts";
 
 /** A parsed IP address; IPv4-mapped IPv6 (::ffff:a.b.c.d) is returned as IPv4. */
 export interface IpAddress {
@@ -63,24 +64,12 @@ export function formatIp(ip: IpAddress): string {
   if (b.length !== (ip.version === 4 ? 4 : 16)) {
     throw new RangeError(`IPv${ip.version} address must have ${ip.version === 4 ? 4 : 16} bytes`);
   }
-  if (ip.version === 4) return b.join(".");
+  if (ip.version === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
   // RFC 5952 section 5: mapped addresses keep their dotted tail.
-  if (isMapped(b)) return `::ffff:${b.subarray(12).join(".")}`;
-  const groups: number[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push((b[i]! << 8) | b[i + 1]!);
-  let bestStart = -1;
-  let bestLength = 1; // a lone zero group is never compressed
-  for (let i = 0; i < 8;) {
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLength) [bestStart, bestLength] = [i, j - i];
-    i = j === i ? i + 1 : j;
-  }
-  const hex = (g: number[]) => g.map((n) => n.toString(16)).join(":");
-  if (bestStart < 0) return hex(groups);
-  const head = hex(groups.slice(0, bestStart));
-  const tail = hex(groups.slice(bestStart + bestLength));
-  return `${head}::${tail}`;
+  if (isMapped(b)) return `::ffff:${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
+  const groups = GROUPS;
+  for (let i = 0; i < 8; i++) groups[i] = (b[2 * i]! << 8) | b[2 * i + 1]!;
+  return formatV6Groups(groups);
 }
 
 /**
@@ -140,77 +129,62 @@ function parseRaw(text: string): IpAddress | null {
   return bytes === null ? null : { version: 4, bytes };
 }
 
-function parseV4(text: string): Uint8Array | null {
-  const parts = text.split(".");
-  if (parts.length !== 4) return null;
-  const bytes = new Uint8Array(4);
-  for (let i = 0; i < 4; i++) {
-    const n = parseDecimal(parts[i]!, 255);
-    if (n === null) return null;
-    bytes[i] = n;
-  }
-  return bytes;
-}
-
-/** ASCII digits only, at most three, no leading zero: "010" could mean octal. */
-function parseDecimal(text: string, max: number): number | null {
-  if (text.length === 0 || text.length > 3 || (text.length > 1 && text[0] === "0")) return null;
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const digit = text.charCodeAt(i) - 48;
-    if (digit < 0 || digit > 9) return null;
-    n = n * 10 + digit;
-  }
-  return n <= max ? n : null;
-}
-
 function parseV6(text: string): Uint8Array | null {
-  // Only the first "::" is special: any other (or ":::") leaves an empty group,
-  // which parseGroups refuses, as a second zero run would be ambiguous.
-  const gap = text.indexOf("::");
-  const split = (s: string) => (s === "" ? [] : s.split(":"));
-  const head = parseGroups(gap < 0 ? text.split(":") : split(text.slice(0, gap)), gap < 0);
-  const tail = gap < 0 ? [] : parseGroups(split(text.slice(gap + 2)), true);
-  if (head === null || tail === null) return null;
-  const count = head.length + tail.length;
-  if (gap < 0 ? count !== 8 : count > 7) return null;
-  const groups = [...head, ...new Array<number>(8 - count).fill(0), ...tail];
+  const groups = GROUPS;
+  if (!parseV6Groups(text, groups)) return null;
   const bytes = new Uint8Array(16);
-  groups.forEach((g, i) => {
-    bytes[2 * i] = g >>> 8;
-    bytes[2 * i + 1] = g & 0xff;
-  });
+  for (let i = 0; i < 8; i++) {
+    bytes[2 * i] = groups[i]! >>> 8;
+    bytes[2 * i + 1] = groups[i]! & 0xff;
+  }
   return bytes;
 }
 
-/** 1-4 hex digits per group; only the very last group may be an embedded IPv4. */
-function parseGroups(parts: string[], mayEndWithV4: boolean): number[] | null {
-  const groups: number[] = [];
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!;
-    if (mayEndWithV4 && i === parts.length - 1 && part.includes(".")) {
-      const v4 = parseV4(part);
-      if (v4 === null) return null;
-      groups.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
-      continue;
-    }
-    if (part.length === 0 || part.length > 4) return null;
-    let n = 0;
-    for (let j = 0; j < part.length; j++) {
-      const digit = hexDigit(part.charCodeAt(j));
-      if (digit < 0) return null;
-      n = (n << 4) | digit;
-    }
-    groups.push(n);
+// Scratch groups for the parsers here (single-threaded, never held across calls).
+const GROUPS: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
+
+/**
+ * `formatIp(parseIp(text))`, or `null` where `parseIp` gives `null`, without building the
+ * address's bytes: the client address of every POST goes through here.
+ */
+export function canonicalIp(text: string): string | null {
+  if (typeof text !== "string" || text.length > MAX_IP_TEXT) return null;
+  const trimmed = text.trim();
+  const bracketed = trimmed.startsWith("[") && trimmed.endsWith("]");
+  if (!bracketed && !trimmed.includes(":")) {
+    if (isCanonicalIpv4(trimmed)) return trimmed;
+    const b = parseV4(trimmed);
+    return b === null ? null : `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
   }
-  return groups;
+  const g = GROUPS;
+  if (!parseV6Groups(bracketed ? trimmed.slice(1, -1) : trimmed, g)) return null;
+  if (isMappedGroups(g)) return `${g[6]! >>> 8}.${g[6]! & 0xff}.${g[7]! >>> 8}.${g[7]! & 0xff}`;
+  return formatV6Groups(g);
 }
 
-function hexDigit(code: number): number {
-  if (code >= 48 && code <= 57) return code - 48; // 0-9
-  const lower = code | 0x20;
-  if (lower >= 97 && lower <= 102) return lower - 87; // a-f, A-F
-  return -1;
+/**
+ * The canonical text of the /64 network of the IPv6 address `text` (host bits cleared, no
+ * "/64"), or `null` unless `parseIp(text)` is IPv6 (IPv4-mapped addresses are IPv4).
+ */
+export function ipv6Network64(text: string): string | null {
+  if (typeof text !== "string" || text.length > MAX_IP_TEXT) return null;
+  const trimmed = text.trim();
+  const bracketed = trimmed.startsWith("[") && trimmed.endsWith("]");
+  if (!bracketed && !trimmed.includes(":")) return null;
+  const g = GROUPS;
+  if (!parseV6Groups(bracketed ? trimmed.slice(1, -1) : trimmed, g) || isMappedGroups(g)) {
+    return null;
+  }
+  g[4] =
+    g[5] =
+    g[6] =
+    g[7] =
+      0;
+  return formatV6Groups(g);
+}
+
+function isMappedGroups(g: readonly number[]): boolean {
+  return g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff;
 }
 
 /** True for ::ffff:0:0/96, the IPv4-mapped range. */

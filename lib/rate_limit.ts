@@ -5,7 +5,7 @@
  * @module
  */
 
-import { formatIp, isCanonicalIpv4, parseIp } from "./ip.ts";
+import { formatIp, ipv6Network64, isCanonicalIpv4, parseIp } from "./ip.ts";
 
 /** Configuration for {@linkcode RateLimiter}. */
 export interface RateLimiterOptions {
@@ -266,12 +266,10 @@ export class RateLimiter {
 export function rateLimitKey(address: string): string {
   // Canonical IPv4 (as clientAddress returns it) is its own key: skip the parse on the hot path.
   if (isCanonicalIpv4(address)) return address;
+  const network = ipv6Network64(address);
+  if (network !== null) return `${network}/64`;
   const ip = parseIp(address);
-  if (ip === null) return address;
-  if (ip.version === 4) return formatIp(ip);
-  const network = ip.bytes.slice();
-  network.fill(0, 8);
-  return `${formatIp({ version: 6, bytes: network })}/64`;
+  return ip === null ? address : formatIp(ip);
 }
 
 /** One 32-bit lane of a key's fingerprint: seeded multiplicative hashing, murmur3 finish. */
