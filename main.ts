@@ -7,8 +7,6 @@
  */
 import { type Appender, openBackupFile } from "./lib/backup.ts";
 import { withBackoff } from "./lib/backoff.ts";
-import { BODY_TIMEOUT_MS } from "./lib/body.ts";
-import { sharedDeadline } from "./lib/deadline.ts";
 import { runCli } from "./lib/cli.ts";
 import { ConfigError, parseConfig } from "./lib/config.ts";
 import { EXAMPLE_PAGE_URL } from "./lib/example_page.ts";
@@ -105,7 +103,6 @@ async function serve(settings: Settings): Promise<number> {
       }, text), () => performance.now()),
     append: (line) => backup.append(line),
     log: tally.log,
-    bodyDeadline: sharedDeadline(BODY_TIMEOUT_MS),
     allowedOrigins: config.allowedOrigins,
     examplePage,
   });

@@ -7,10 +7,27 @@
  *
  * @module
  */
-import { createAppender, type WritableFile } from "../lib/backup.ts";
+import { type Appender, type OpenedFile, trackFile, type WritableFile } from "../lib/backup.ts";
 import { createGroupAppender } from "../lib/group_commit.ts";
 
 const CALLERS = 16;
+
+/** The baseline group commit is measured against: one write and one sync per line, in order. */
+function createSerialAppender(opened: OpenedFile): Appender {
+  const tracked = trackFile(opened);
+  let queue: Promise<void> = Promise.resolve();
+  return {
+    append(line) {
+      const done = queue.then(() => tracked.writeSynced(line));
+      queue = done.catch(() => {});
+      return done;
+    },
+    async close() {
+      await queue;
+      tracked.close();
+    },
+  };
+}
 const SECONDS = 1.5;
 /** Extra delay per fsync of the simulated slow disk. */
 export const SLOW_SYNC_MS = 4;
@@ -75,7 +92,7 @@ export async function measureSync(): Promise<string> {
         }),
       );
       floorFile.close();
-      for (const make of [createAppender, createGroupAppender]) {
+      for (const make of [createSerialAppender, createGroupAppender]) {
         const appender = make({ file: slowed(await open(), extra), id: "", endsMidLine: false });
         results.push(await rate(() => appender.append(TEXT)));
         await appender.close();

@@ -176,23 +176,3 @@ export function trackFile(opened: OpenedFile, source?: FileSource): TrackedFile 
     },
   };
 }
-
-/**
- * Serialises appends on one file: one write and one sync per line, in order (see
- * {@linkcode trackFile} for rotation and torn lines).
- */
-export function createAppender(opened: OpenedFile, source?: FileSource): Appender {
-  const tracked = trackFile(opened, source);
-  let queue: Promise<void> = Promise.resolve();
-  return {
-    append(line) {
-      const done = queue.then(() => tracked.writeSynced(line));
-      queue = done.catch(() => {});
-      return done;
-    },
-    async close() {
-      await queue;
-      tracked.close();
-    },
-  };
-}

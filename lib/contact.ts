@@ -5,7 +5,7 @@
  */
 import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
 import { type Appender, formatRecord, formatTimestamp } from "./backup.ts";
-import { BODY_LIMIT, BODY_TIMEOUT_MS, readBody } from "./body.ts";
+import { BODY_LIMIT, readBody } from "./body.ts";
 import { clientAddress } from "./client_address.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { parseFormPost } from "./form_post.ts";
@@ -32,10 +32,10 @@ export interface ContactDeps {
   /** `ALLOWED_ORIGINS`; empty or absent means no CORS and no `Origin` check. */
   readonly allowedOrigins?: readonly string[];
   /**
-   * A signal that aborts when the request body has taken too long; called once per admitted
-   * POST. Default: `AbortSignal.timeout(BODY_TIMEOUT_MS)`. Tests pass their own.
+   * Hands out the signal that aborts when the request body has taken too long; called once per
+   * admitted POST. createHandler defaults it to one shared signal per second (lib/deadline.ts).
    */
-  readonly bodyDeadline?: () => AbortSignal;
+  readonly bodyDeadline: () => AbortSignal;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -80,8 +80,7 @@ export async function handleContact(
   }
 
   // One limit for every body, the reverse proxy's (client_max_body_size 16k).
-  const deadline = deps.bodyDeadline?.() ?? AbortSignal.timeout(BODY_TIMEOUT_MS);
-  const body = await readBody(request, BODY_LIMIT, deadline);
+  const body = await readBody(request, BODY_LIMIT, deps.bodyDeadline());
   if (!body.ok && body.reason === "timeout") {
     outcome(408, "request_timeout");
     return answer.error("request_timeout", { headers: { connection: "close" } });

@@ -5,13 +5,17 @@
  */
 import { formAnswers, jsonAnswers } from "./answer.ts";
 import { bodyKind, type ContactDeps, handleContact, type PeerInfo } from "./contact.ts";
+import { BODY_TIMEOUT_MS } from "./body.ts";
 import { preflightResponse } from "./cors.ts";
+import { sharedDeadline } from "./deadline.ts";
 import { errorResponse, jsonResponse } from "./errors.ts";
 import { examplePageResponse } from "./example_page.ts";
 import { describeError } from "./log.ts";
 
 /** The dependencies of the whole HTTP surface. */
-export type HandlerDeps = Omit<ContactDeps, "onStorage"> & {
+export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline"> & {
+  /** Body-read deadlines; default: one shared 10 s signal per second of arrival. */
+  readonly bodyDeadline?: ContactDeps["bodyDeadline"];
   /** The example form's bytes, served at `/`; absent unless `SERVE_EXAMPLE=1`. */
   readonly examplePage?: Uint8Array | undefined;
 };
@@ -22,7 +26,11 @@ export type Handler = (request: Request, info: PeerInfo) => Promise<Response>;
 /** Builds the request handler. Health `ok` is false while the backup file cannot be written. */
 export function createHandler(deps: HandlerDeps): Handler {
   let storageOk = true;
-  const contactDeps: ContactDeps = { ...deps, onStorage: (ok) => (storageOk = ok) };
+  const contactDeps: ContactDeps = {
+    ...deps,
+    bodyDeadline: deps.bodyDeadline ?? sharedDeadline(BODY_TIMEOUT_MS),
+    onStorage: (ok) => (storageOk = ok),
+  };
   const allowedOrigins = deps.allowedOrigins ?? [];
   const { examplePage } = deps;
   const routes: Readonly<Record<string, readonly string[]>> = {

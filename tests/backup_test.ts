@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import {
   type BackupRecord,
-  createAppender,
   type FileSource,
   formatRecord,
   formatTimestamp,
   openBackupFile,
   type OpenedFile,
+  trackFile,
   type WritableFile,
 } from "../lib/backup.ts";
 
@@ -76,31 +76,33 @@ function opened(file: WritableFile, id = "1:1", endsMidLine = false): OpenedFile
   return { file, id, endsMidLine };
 }
 
-Deno.test("createAppender writes concurrent lines whole, in order, each synced before resolving", async () => {
+Deno.test("trackFile writes each text whole through short writes and syncs it before resolving", async () => {
   const { file, writes, log } = fakeFile();
-  const appender = createAppender(opened(file));
-  const lines = Array.from({ length: 20 }, (_, i) => formatRecord({ ...RECORD, name: `n${i}` }));
-  await Promise.all(lines.map((line) => appender.append(line)));
+  const tracked = trackFile(opened(file));
+  const lines = Array.from({ length: 3 }, (_, i) => formatRecord({ ...RECORD, name: `n${i}` }));
+  for (const line of lines) {
+    await tracked.writeSynced(line);
+    assert.equal(log.at(-1), "sync");
+  }
   assert.equal(writes.join(""), lines.join(""));
-  assert.equal(log.filter((entry) => entry === "sync").length, 20);
-  assert.equal(log.at(-1), "sync");
-  await appender.close();
+  assert.equal(log.filter((entry) => entry === "sync").length, 3);
+  tracked.close();
   assert.equal(log.at(-1), "close");
 });
 
-Deno.test("createAppender rejects when the sync fails and keeps serving later lines", async () => {
+Deno.test("trackFile rejects when the sync fails and keeps serving later writes", async () => {
   const { file } = fakeFile({ failSync: true });
-  const appender = createAppender(opened(file));
-  await assert.rejects(appender.append("a\n"), /EIO/);
-  await assert.rejects(appender.append("b\n"), /EIO/);
+  const tracked = trackFile(opened(file));
+  await assert.rejects(tracked.writeSynced("a\n"), /EIO/);
+  await assert.rejects(tracked.writeSynced("b\n"), /EIO/);
 });
 
-Deno.test("createAppender starts the next line fresh after a torn write", async () => {
+Deno.test("trackFile starts the next line fresh after a torn write", async () => {
   // The first write call lands 7 bytes, the second fails: a torn fragment stays in the file.
   const { file, writes } = fakeFile({ failWriteAt: 2 });
-  const appender = createAppender(opened(file));
-  await assert.rejects(appender.append('{"ts":"x"}\n'));
-  await appender.append('{"ts":"y"}\n');
+  const tracked = trackFile(opened(file));
+  await assert.rejects(tracked.writeSynced('{"ts":"x"}\n'));
+  await tracked.writeSynced('{"ts":"y"}\n');
   const lines = writes.join("").split("\n");
   assert.deepEqual(lines, ['{"ts":"', '{"ts":"y"}', ""]);
   assert.equal(JSON.parse(lines[1]!).ts, "y");
@@ -154,36 +156,36 @@ function fakeSource() {
   return { files, state, source };
 }
 
-Deno.test("createAppender writes to a new file once the old one was renamed away", async () => {
+Deno.test("trackFile writes to a new file once the old one was renamed away", async () => {
   const { files, state, source } = fakeSource();
-  const appender = createAppender(await source.open(), source);
-  await appender.append("a\n");
+  const tracked = trackFile(await source.open(), source);
+  await tracked.writeSynced("a\n");
   state.id = "1:2"; // the path now names another file
-  await appender.append("b\n");
-  await appender.append("c\n");
+  await tracked.writeSynced("b\n");
+  await tracked.writeSynced("c\n");
   assert.equal(files.length, 2);
   assert.equal(files[0]!.writes.join(""), "a\n");
   assert.equal(files[0]!.log.at(-1), "close");
   assert.equal(files[1]!.writes.join(""), "b\nc\n");
 });
 
-Deno.test("createAppender fails while the path cannot be opened and recovers when it can", async () => {
+Deno.test("trackFile fails while the path cannot be opened and recovers when it can", async () => {
   const { files, state, source } = fakeSource();
-  const appender = createAppender(await source.open(), source);
+  const tracked = trackFile(await source.open(), source);
   state.id = null; // directory removed
-  await assert.rejects(appender.append("lost\n"), /EACCES/);
-  await assert.rejects(appender.append("lost too\n"), /EACCES/);
+  await assert.rejects(tracked.writeSynced("lost\n"), /EACCES/);
+  await assert.rejects(tracked.writeSynced("lost too\n"), /EACCES/);
   state.id = "1:3";
-  await appender.append("back\n");
+  await tracked.writeSynced("back\n");
   assert.equal(files.length, 2);
   assert.equal(files[1]!.writes.join(""), "back\n");
 });
 
-Deno.test("createAppender starts fresh after a torn last line left by an earlier run", async () => {
+Deno.test("trackFile starts fresh after a torn last line left by an earlier run", async () => {
   const { file, writes } = fakeFile();
-  const appender = createAppender(opened(file, "1:1", true));
-  await appender.append("x\n");
-  await appender.append("y\n");
+  const tracked = trackFile(opened(file, "1:1", true));
+  await tracked.writeSynced("x\n");
+  await tracked.writeSynced("y\n");
   assert.equal(writes.join(""), "\nx\ny\n");
 });
 

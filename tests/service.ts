@@ -113,15 +113,16 @@ export async function startService(
 ): Promise<Service> {
   const dir = await Deno.makeTempDir({ prefix: "contactd-test-" });
   const env = { PORT: String(freePort()), MESSAGES_FILE: `${dir}/messages.jsonl`, ...settings };
-  const flags = serviceFlags(parseConfig(env));
+  const real = serviceCommand(env);
   const drop = options.unprivileged === true && isRoot();
   const command = drop ? await unprivilegedCommand(dir) : { cmd: Deno.execPath(), pre: [] };
-  const main = drop ? `${dir}/src/main.ts` : MAIN;
+  // Unprivileged, the child runs a copy of the sources with a cache of its own.
+  const args = drop ? real.args.map((arg) => arg === MAIN ? `${dir}/src/main.ts` : arg) : real.args;
   const process = new Deno.Command(command.cmd, {
-    args: [...command.pre, "run", ...flags, main],
+    args: [...command.pre, ...args],
     cwd: dir,
     clearEnv: true,
-    env: { ...baseEnv(), ...(drop ? { DENO_DIR: `${dir}/deno-cache`, HOME: dir } : {}), ...env },
+    env: { ...real.env, ...(drop ? { DENO_DIR: `${dir}/deno-cache`, HOME: dir } : {}) },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
