@@ -4,7 +4,13 @@
  *
  * @module
  */
-import { type ErrorCode, errorResponse, type ErrorResponseOptions, ERRORS } from "./errors.ts";
+import {
+  type ErrorCode,
+  errorResponse,
+  type ErrorResponseOptions,
+  ERRORS,
+  NO_HEADERS,
+} from "./errors.ts";
 import { jsonResponse, textResponse } from "./errors.ts";
 import { withErrorCode } from "./redirect.ts";
 
@@ -27,8 +33,15 @@ export interface RedirectTargets {
 /** The sentence of a plain-text success. */
 export const SUCCESS_TEXT = "Thank you. Your message was sent.";
 
+// Without CORS, every request shares one set of JSON answers.
+const PLAIN_JSON: Answers = {
+  success: () => jsonResponse(200, { ok: true }),
+  error: (code, options) => errorResponse(code, options),
+};
+
 /** JSON answers; `headers` (e.g. CORS) are added to each. */
-export function jsonAnswers(headers: Readonly<Record<string, string>> = {}): Answers {
+export function jsonAnswers(headers: Readonly<Record<string, string>> = NO_HEADERS): Answers {
+  if (headers === NO_HEADERS) return PLAIN_JSON;
   return {
     success: () => jsonResponse(200, { ok: true }, headers),
     error: (code, options = {}) =>

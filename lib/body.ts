@@ -37,19 +37,22 @@ export async function readBody(
     // `request.body` is never touched (its getter builds a ReadableStream, costly per request).
     const reading = request.arrayBuffer();
     if (deadline === undefined) return { ok: true, bytes: new Uint8Array(await reading) };
-    // No Promise.race: a promise and a listener fewer per request (this is every POST's path).
+    // No Promise.race and no closures of its own: a promise and a listener fewer per request
+    // (this is every POST's path). A late read after the deadline resolves nothing anew.
     return new Promise<BodyResult>((resolve, reject) => {
-      const cancel = whenAborted(deadline, () => {
+      const waiting = waitingOn(deadline);
+      if (waiting === undefined) {
         // At most the declared length (within the limit) stays buffered until the connection,
         // answered with `Connection: close`, ends.
         reading.catch(() => {});
-        resolve(TIMEOUT);
-      });
+        return resolve(TIMEOUT);
+      }
+      waiting.add(resolve);
       reading.then((buffer) => {
-        cancel();
+        waiting.delete(resolve);
         resolve({ ok: true, bytes: new Uint8Array(buffer) });
       }, (error) => {
-        cancel();
+        waiting.delete(resolve);
         reject(error);
       });
     });
@@ -98,30 +101,35 @@ export async function readBody(
 
 const TIMEOUT: BodyResult = Object.freeze({ ok: false, reason: "timeout" });
 
-// A deadline signal is shared by every request of its slot: it gets one listener, which calls
-// the callbacks of the reads still waiting (adding and removing a listener per request costs
-// more than the rest of a refusal's rules).
-const waiting = new WeakMap<AbortSignal, Set<() => void>>();
+// A deadline signal is shared by every request of its slot: it gets one listener, which
+// answers the reads still waiting (adding and removing a listener per request costs more than
+// the rest of a refusal's rules).
+const waiting = new WeakMap<AbortSignal, Set<(result: BodyResult) => void>>();
 
-/**
- * Calls `onAbort` once `signal` aborts (at once if it already has); returns the function that
- * cancels the call, since a signal may outlive this request.
- */
-function whenAborted(signal: AbortSignal, onAbort: () => void): () => void {
-  if (signal.aborted) {
-    onAbort();
-    return () => {};
-  }
-  let callbacks = waiting.get(signal);
-  if (callbacks === undefined) {
-    const all = new Set<() => void>();
+/** The reads waiting on `signal`, or `undefined` once it has aborted. */
+function waitingOn(signal: AbortSignal): Set<(result: BodyResult) => void> | undefined {
+  if (signal.aborted) return undefined;
+  let reads = waiting.get(signal);
+  if (reads === undefined) {
+    const all = new Set<(result: BodyResult) => void>();
     signal.addEventListener("abort", () => {
-      for (const callback of all) callback();
+      for (const resolve of all) resolve(TIMEOUT);
       all.clear();
     }, { once: true });
     waiting.set(signal, all);
-    callbacks = all;
+    reads = all;
   }
-  callbacks.add(onAbort);
-  return () => callbacks.delete(onAbort);
+  return reads;
+}
+
+/** Calls `onAbort` once `signal` aborts (at once if it already has); returns the canceller. */
+function whenAborted(signal: AbortSignal, onAbort: () => void): () => void {
+  const reads = waitingOn(signal);
+  if (reads === undefined) {
+    onAbort();
+    return () => {};
+  }
+  const callback = () => onAbort();
+  reads.add(callback);
+  return () => reads.delete(callback);
 }

@@ -33,9 +33,10 @@ export interface ContactDeps {
   readonly allowedOrigins?: readonly string[];
   /**
    * Hands out the signal that aborts when the request body has taken too long; called once per
-   * admitted POST. createHandler defaults it to one shared signal per second (lib/deadline.ts).
+   * admitted POST with the request's time. createHandler defaults it to one shared signal per
+   * second (lib/deadline.ts).
    */
-  readonly bodyDeadline: () => AbortSignal;
+  readonly bodyDeadline: (nowMs: number) => AbortSignal;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -50,14 +51,17 @@ export async function handleContact(
   info: PeerInfo,
 ): Promise<Response> {
   const now = deps.now();
+  const nowMs = now.getTime();
   const allowedOrigins = deps.allowedOrigins ?? [];
   const kind = bodyKind(request.headers.get("content-type"));
-  const origin = checkOrigin(request.headers.get("origin"), allowedOrigins);
+  // Without ALLOWED_ORIGINS the header is not even read (checkOrigin ignores it then).
+  const origin = checkOrigin(
+    allowedOrigins.length === 0 ? null : request.headers.get("origin"),
+    allowedOrigins,
+  );
   const cors = corsHeaders(origin, allowedOrigins);
   // Form posts come from browsers without JavaScript: they get pages, not JSON.
   let answer: Answers = kind === "form" ? formAnswers(cors) : jsonAnswers(cors);
-  const outcome = (status: number, result: string) =>
-    deps.log("info", { event: "contact", status, result });
 
   if (origin.kind === "refused") {
     // Before the rate limit: another site's visitors must not use up this site's quota.
@@ -71,26 +75,26 @@ export async function handleContact(
   }
 
   const ip = clientAddress(info.remoteAddr.hostname, request.headers, deps.trustedProxies);
-  const decision = deps.limiter.take(rateLimitKey(ip), now.getTime());
+  const decision = deps.limiter.take(rateLimitKey(ip), nowMs);
   if (!decision.allowed) {
-    outcome(429, "rate_limited");
+    outcome(deps, 429, "rate_limited");
     return answer.error("rate_limited", {
       headers: { "retry-after": String(decision.retryAfterSeconds) },
     });
   }
 
   // One limit for every body, the reverse proxy's (client_max_body_size 16k).
-  const body = await readBody(request, BODY_LIMIT, deps.bodyDeadline());
+  const body = await readBody(request, BODY_LIMIT, deps.bodyDeadline(nowMs));
   if (!body.ok && body.reason === "timeout") {
-    outcome(408, "request_timeout");
+    outcome(deps, 408, "request_timeout");
     return answer.error("request_timeout", { headers: { connection: "close" } });
   }
   if (!body.ok) {
-    outcome(413, "too_large");
+    outcome(deps, 413, "too_large");
     return answer.error("payload_too_large", { headers: { connection: "close" } });
   }
   if (kind === undefined) {
-    outcome(415, "unsupported_media_type");
+    outcome(deps, 415, "unsupported_media_type");
     return answer.error("unsupported_media_type");
   }
 
@@ -104,11 +108,11 @@ export async function handleContact(
     parsed = "ok" in decoded ? parseSubmission(decoded.value) : decoded;
   }
   if (parsed.kind === "honeypot") {
-    outcome(200, "honeypot");
+    outcome(deps, 200, "honeypot");
     return answer.success();
   }
   if (parsed.kind === "invalid") {
-    outcome(400, parsed.code);
+    outcome(deps, 400, parsed.code);
     return answer.error(parsed.code, {
       ...(parsed.field === undefined ? {} : { field: parsed.field }),
       ...(parsed.message === undefined ? {} : { message: parsed.message }),
@@ -150,17 +154,21 @@ export async function handleContact(
   if (delivery.ok) {
     // Delivered: the sender's message reached the owner, so success is the truth even if the
     // backup failed (logged above, and health turns ok:false until a write works again).
-    outcome(200, stored ? "delivered" : "delivered_not_stored");
+    outcome(deps, 200, stored ? "delivered" : "delivered_not_stored");
     return answer.success();
   }
   deps.log("warn", { event: "delivery_failed", error: delivery.error });
   if (!stored) {
-    outcome(500, "lost");
+    outcome(deps, 500, "lost");
     return answer.error("internal");
   }
   const code = deps.deliver === undefined ? "not_configured" : "delivery_failed";
-  outcome(code === "not_configured" ? 503 : 502, code);
+  outcome(deps, code === "not_configured" ? 503 : 502, code);
   return answer.error(code);
+}
+
+function outcome(deps: ContactDeps, status: number, result: string): void {
+  deps.log("info", { event: "contact", status, result });
 }
 
 /**

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { errorResponse } from "./errors.ts";
+import { errorResponse, NO_HEADERS } from "./errors.ts";
 
 /** What a request's `Origin` header means for it. */
 export type OriginCheck =
@@ -27,7 +27,7 @@ export function checkOrigin(header: string | null, allowed: readonly string[]): 
 export function corsHeaders(
   check: OriginCheck,
   allowed: readonly string[],
-): Record<string, string> {
+): Readonly<Record<string, string>> {
   if (check.kind === "allowed") {
     return {
       "access-control-allow-origin": check.origin,
@@ -36,8 +36,10 @@ export function corsHeaders(
       vary: "Origin",
     };
   }
-  return allowed.length === 0 ? {} : { vary: "Origin" };
+  return allowed.length === 0 ? NO_HEADERS : VARY_ORIGIN;
 }
+
+const VARY_ORIGIN: Readonly<Record<string, string>> = Object.freeze({ vary: "Origin" });
 
 /** `OPTIONS /api/contact`: the preflight of a cross-origin JSON post. */
 export function preflightResponse(request: Request, allowed: readonly string[]): Response {

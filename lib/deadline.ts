@@ -8,22 +8,17 @@
 
 /**
  * Returns a function handing out abort signals that fire at least `ms` and at most
- * `ms + slotMs` after the call. `now` is a clock in milliseconds (monotonic by default).
+ * `ms + slotMs` after the time it is given (in milliseconds: the caller's clock, read once per
+ * request anyway, so a jump of the clock only starts a new slot).
  */
-export function sharedDeadline(
-  ms: number,
-  slotMs = 1000,
-  now: () => number = () => performance.now(),
-): () => AbortSignal {
+export function sharedDeadline(ms: number, slotMs = 1000): (nowMs: number) => AbortSignal {
   let slot = NaN;
   let signal: AbortSignal | undefined;
-  return () => {
-    const time = now();
-    const current = Math.floor(time / slotMs);
+  return (nowMs) => {
+    const current = Math.floor(nowMs / slotMs);
     if (current !== slot || signal === undefined) {
       slot = current;
-      // Fires at the end of this slot plus `ms`: no earlier than `ms` after any call in it.
-      signal = AbortSignal.timeout(ms + (current + 1) * slotMs - time);
+      signal = AbortSignal.timeout(ms + (current + 1) * slotMs - nowMs);
     }
     return signal;
   };

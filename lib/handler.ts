@@ -8,7 +8,7 @@ import { bodyKind, type ContactDeps, handleContact, type PeerInfo } from "./cont
 import { BODY_TIMEOUT_MS } from "./body.ts";
 import { preflightResponse } from "./cors.ts";
 import { sharedDeadline } from "./deadline.ts";
-import { errorResponse, jsonResponse } from "./errors.ts";
+import { errorResponse, jsonResponse, NO_STORE } from "./errors.ts";
 import { examplePageResponse } from "./example_page.ts";
 import { describeError } from "./log.ts";
 
@@ -21,7 +21,7 @@ export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline"> & {
 };
 
 /** A `Deno.serve` handler with health state of its own. */
-export type Handler = (request: Request, info: PeerInfo) => Promise<Response>;
+export type Handler = (request: Request, info: PeerInfo) => Response | Promise<Response>;
 
 /** Builds the request handler. Health `ok` is false while the backup file cannot be written. */
 export function createHandler(deps: HandlerDeps): Handler {
@@ -40,7 +40,15 @@ export function createHandler(deps: HandlerDeps): Handler {
     ...(examplePage === undefined ? {} : { "/": ["GET", "HEAD"] }),
   };
 
-  return async (request, info) => {
+  const internalError = (error: unknown, request: Request): Response => {
+    deps.log("error", { event: "internal_error", status: 500, error: describeError(error) });
+    // A browser without JavaScript reads this answer as a page: plain text, not JSON.
+    const form = bodyKind(request.headers.get("content-type")) === "form";
+    return (form ? formAnswers() : jsonAnswers()).error("internal");
+  };
+
+  // Not async: the contact pipeline's promise is handed on, without one more await per request.
+  return (request, info) => {
     try {
       const path = pathOf(request.url);
       const methods = Object.hasOwn(routes, path) ? routes[path] : undefined;
@@ -49,7 +57,8 @@ export function createHandler(deps: HandlerDeps): Handler {
         return errorResponse("method_not_allowed", { headers: { allow: methods.join(", ") } });
       }
       if (path === "/api/health") {
-        return jsonResponse(200, { ok: storageOk, configured: deps.deliver !== undefined });
+        const health = { ok: storageOk, configured: deps.deliver !== undefined };
+        return jsonResponse(200, health, NO_STORE);
       }
       if (path === "/" && examplePage !== undefined) {
         return examplePageResponse(examplePage, request.method);
@@ -67,12 +76,11 @@ export function createHandler(deps: HandlerDeps): Handler {
         });
         return response;
       }
-      return await handleContact(contactDeps, request, info);
+      return handleContact(contactDeps, request, info).catch((error) =>
+        internalError(error, request)
+      );
     } catch (error) {
-      deps.log("error", { event: "internal_error", status: 500, error: describeError(error) });
-      // A browser without JavaScript reads this answer as a page: plain text, not JSON.
-      const form = bodyKind(request.headers.get("content-type")) === "form";
-      return (form ? formAnswers() : jsonAnswers()).error("internal");
+      return internalError(error, request);
     }
   };
 }

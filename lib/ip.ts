@@ -43,15 +43,31 @@ export function parseIp(text: string): IpAddress | null {
   return raw === null ? null : unmap(raw);
 }
 
-const CANONICAL_V4 =
-  /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
-
 /**
  * True when `text` is an IPv4 address exactly as {@linkcode formatIp} writes it (no spaces,
  * no leading zeros): a hot-path shortcut, since such text parses and formats to itself.
+ * Scanned by hand: it runs twice per POST, and a regular expression costs several times more.
  */
 export function isCanonicalIpv4(text: string): boolean {
-  return text.length <= 15 && CANONICAL_V4.test(text);
+  const length = text.length;
+  if (length < 7 || length > 15) return false;
+  let octets = 0;
+  let i = 0;
+  while (true) {
+    const start = i;
+    let value = 0;
+    for (; i < length && i - start < 4; i++) {
+      const digit = text.charCodeAt(i) - 48;
+      if (digit < 0 || digit > 9) break;
+      value = value * 10 + digit;
+    }
+    const digits = i - start;
+    if (digits === 0 || digits > 3 || value > 255) return false;
+    if (digits > 1 && text.charCodeAt(start) === 48) return false; // leading zero
+    if (++octets === 4) return i === length;
+    if (i >= length || text.charCodeAt(i) !== 46) return false; // "."
+    i++;
+  }
 }
 
 /**

@@ -32,17 +32,22 @@ export type SubmissionResult =
   | { readonly kind: "honeypot" }
   | Invalid;
 
-const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+// Deno's lossy decoder is three times faster than its fatal one; invalid input always leaves a
+// U+FFFD behind, so only text containing one is decoded again, strictly, to tell the two apart.
+const lossy = new TextDecoder("utf-8");
+const strict = new TextDecoder("utf-8", { fatal: true });
 
 /** Decodes UTF-8 (strictly) and parses JSON; never throws. */
 export function decodeJson(
   bytes: Uint8Array,
 ): { readonly ok: true; readonly value: unknown } | Invalid {
-  let text: string;
-  try {
-    text = decoder.decode(bytes);
-  } catch {
-    return { kind: "invalid", code: "invalid_encoding" };
+  let text = lossy.decode(bytes);
+  if (text.includes("\uFFFD")) {
+    try {
+      text = strict.decode(bytes);
+    } catch {
+      return { kind: "invalid", code: "invalid_encoding" };
+    }
   }
   try {
     return { ok: true, value: JSON.parse(text) };
@@ -77,7 +82,8 @@ export function parseSubmission(value: unknown): SubmissionResult {
       return { kind: "invalid", code: "field_type", field, message: `${field} must be a string.` };
     }
     const cleaned = field === "message" ? cleanMultiLine(raw) : cleanSingleLine(raw);
-    if (codePointLength(cleaned) > LIMITS[field]) {
+    // A string has at least as many UTF-16 units as code points: count only when it could be over.
+    if (cleaned.length > LIMITS[field] && codePointLength(cleaned) > LIMITS[field]) {
       return {
         kind: "invalid",
         code: "field_too_long",
@@ -116,8 +122,10 @@ function cleanSingleLine(text: string): string {
   return text.toWellFormed().replace(SINGLE_LINE_UNSAFE, " ").trim();
 }
 
+const CRLF = /\r\n?/g;
+
 function cleanMultiLine(text: string): string {
-  return text.toWellFormed().replace(/\r\n?/g, "\n").replace(MULTI_LINE_UNSAFE, "").trim();
+  return text.toWellFormed().replace(CRLF, "\n").replace(MULTI_LINE_UNSAFE, "").trim();
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

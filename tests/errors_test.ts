@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { errorResponse, jsonResponse } from "../lib/errors.ts";
+import { errorResponse, jsonResponse, NO_STORE } from "../lib/errors.ts";
 
 Deno.test("jsonResponse answers repeat whole: each copy has its own body and headers", async () => {
   const first = jsonResponse(200, { ok: true });
@@ -8,7 +8,18 @@ Deno.test("jsonResponse answers repeat whole: each copy has its own body and hea
   assert.equal(second.headers.get("access-control-allow-origin"), null);
   assert.equal(await first.text(), '{"ok":true}');
   assert.equal(await second.text(), '{"ok":true}');
-  assert.equal(second.headers.get("cache-control"), "no-store");
+});
+
+Deno.test("JSON answers carry Content-Type and their own headers only (the proxy adds the rest)", () => {
+  const success = jsonResponse(200, { ok: true });
+  assert.deepEqual([...success.headers], [["content-type", "application/json"]]);
+  const limited = errorResponse("rate_limited", { headers: { "retry-after": "7" } });
+  assert.deepEqual([...limited.headers], [
+    ["content-type", "application/json"],
+    ["retry-after", "7"],
+  ]);
+  const health = jsonResponse(200, { ok: true, configured: true }, NO_STORE);
+  assert.equal(health.headers.get("cache-control"), "no-store");
 });
 
 Deno.test("errorResponse keeps answers with different headers or bodies apart", async () => {

@@ -15,7 +15,7 @@ export function setup(options: {
   append?: (line: string) => Promise<void>;
   allowedOrigins?: readonly string[];
   examplePage?: Uint8Array;
-  bodyDeadline?: () => AbortSignal;
+  bodyDeadline?: (nowMs: number) => AbortSignal;
 } = {}) {
   const state = {
     now: new Date("2026-11-22T14:03:09.500Z"),

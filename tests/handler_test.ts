@@ -148,8 +148,8 @@ Deno.test("a delivered message whose record failed answers 200 and turns health 
   });
   assert.equal((await handler(post({ message: "m" }), PEER)).status, 200);
   assert.ok(state.logs.some((log) => log.level === "error" && log.event === "backup_write_failed"));
-  const health = () =>
-    handler(new Request("http://localhost/api/health"), PEER).then((r) => r.json());
+  const health = async () =>
+    (await handler(new Request("http://localhost/api/health"), PEER)).json();
   assert.deepEqual(await health(), { ok: false, configured: true });
   failing = false;
   assert.equal((await handler(post({ message: "m2" }), PEER)).status, 200);
@@ -160,6 +160,8 @@ Deno.test("GET /api/health reports exactly ok and configured", async () => {
   const configured = await setup().handler(new Request("http://localhost/api/health"), PEER);
   assert.equal(configured.status, 200);
   assert.equal(await configured.text(), '{"ok":true,"configured":true}');
+  // The one answer to a GET that a cache could keep: it says not to.
+  assert.equal(configured.headers.get("cache-control"), "no-store");
   const unconfigured = await setup({ deliver: "unconfigured" }).handler(
     new Request("http://localhost/api/health"),
     PEER,

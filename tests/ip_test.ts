@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { cidrContains, formatIp, type IpAddress, parseCidr, parseIp } from "../lib/ip.ts";
+import {
+  cidrContains,
+  formatIp,
+  type IpAddress,
+  isCanonicalIpv4,
+  parseCidr,
+  parseIp,
+} from "../lib/ip.ts";
 import { mulberry32 as random } from "./random.ts";
 
 function canonical(text: string): string | null {
@@ -268,4 +275,39 @@ Deno.test("cidrContains is false when either side has the wrong number of bytes"
   assert.equal(cidrContains(any, { version: 4, bytes: new Uint8Array(16) }), false);
   assert.equal(cidrContains({ ...any, bytes: new Uint8Array(5) }, ip("0.0.0.0")), false);
   assert.equal(cidrContains({ version: 6, bytes: new Uint8Array(4), prefix: 0 }, ip("::")), false);
+});
+
+Deno.test("isCanonicalIpv4 is true exactly when the text parses and formats to itself", () => {
+  const next = random(0x1b4);
+  const pick = (chars: string) => chars[Math.floor(next() * chars.length)]!;
+  const samples = [
+    "0.0.0.0",
+    "255.255.255.255",
+    "256.1.1.1",
+    "01.2.3.4",
+    "1.2.3",
+    "1.2.3.4.",
+    ".1.2.3.4",
+    "1..2.3",
+    "1.2.3.4 ",
+    " 1.2.3.4",
+    "1.2.3.04",
+    "1.2.3.4444",
+    "१.२.३.४", // other digits are not digits here
+    "::ffff:1.2.3.4",
+  ];
+  for (let i = 0; i < 20_000; i++) {
+    let text = "";
+    const length = 1 + Math.floor(next() * 16);
+    for (let j = 0; j < length; j++) text += pick("0123456789....2551 x:");
+    samples.push(text);
+    // Near misses of real addresses: octets up to 299, sometimes zero-padded.
+    const octet = () => `${next() < 0.1 ? "0" : ""}${Math.floor(next() * 300)}`;
+    samples.push([octet(), octet(), octet(), octet()].join("."));
+  }
+  for (const text of samples) {
+    const ip = parseIp(text);
+    const expected = ip !== null && ip.version === 4 && formatIp(ip) === text;
+    assert.equal(isCanonicalIpv4(text), expected, JSON.stringify(text));
+  }
 });

@@ -94,11 +94,14 @@ http {
       assert.equal(health.status, 200);
       assert.deepEqual(JSON.parse(health.body), { ok: true, configured: true });
       assert.equal(health.headers.get("cache-control"), "no-store");
+      assert.equal(health.headers.get("x-content-type-options"), "nosniff");
 
       // 1. A submission through nginx records the client's address as nginx saw it.
       const first = await post("127.0.0.2", { name: "Ann", message: "via nginx" });
       assert.equal(first.status, 200, first.body);
       assert.equal(first.body, '{"ok":true}');
+      // The proxy adds the security header contactd leaves to it.
+      assert.equal(first.headers.get("x-content-type-options"), "nosniff");
       assert.equal((await service.records())[0]!.ip, "127.0.0.2");
       assert.match(fake.delivered[0]!, /^IP: 127\.0\.0\.2$/m);
 
@@ -142,6 +145,7 @@ http {
           );
           assert.equal(refused.status, 413);
           assert.equal(refused.headers.get("content-type"), "application/json");
+          assert.equal(refused.headers.get("x-content-type-options"), "nosniff");
           assert.deepEqual(JSON.parse(refused.body), {
             ok: false,
             error: "payload_too_large",
