@@ -147,3 +147,21 @@ Deno.test("codePointLength counts astral characters once and lone surrogates onc
   assert.equal(codePointLength("a\uD800"), 2);
   assert.equal(codePointLength(""), 0);
 });
+
+Deno.test("decodeJson keeps a real U+FFFD and refuses every invalid sequence that decodes to one", () => {
+  const encode = (text: string) => new TextEncoder().encode(text);
+  assert.deepEqual(decodeJson(encode('{"message":"a\uFFFDb"}')), {
+    ok: true,
+    value: { message: "a\uFFFDb" },
+  });
+  const invalid = [
+    [0xf0, 0x9f, 0x98], // a truncated 4-byte sequence: one U+FFFD for three bytes
+    [0xed, 0xa0, 0x80], // an encoded surrogate
+    [0xc0, 0xaf], // overlong
+    [0xff],
+  ];
+  for (const bytes of invalid) {
+    const body = new Uint8Array([...encode('{"message":"'), ...bytes, ...encode('"}')]);
+    assert.deepEqual(decodeJson(body), { kind: "invalid", code: "invalid_encoding" }, `${bytes}`);
+  }
+});
