@@ -38,7 +38,8 @@ export async function readBody(
     const reading = request.arrayBuffer();
     if (deadline === undefined) return { ok: true, bytes: new Uint8Array(await reading) };
     // No Promise.race and no closures of its own: a promise and a listener fewer per request
-    // (this is every POST's path). A late read after the deadline resolves nothing anew.
+    // (this is every POST's path). `resolve` itself waits in the deadline's set; whichever of
+    // the read and the deadline comes second finds the promise settled and changes nothing.
     return new Promise<BodyResult>((resolve, reject) => {
       const waiting = waitingOn(deadline);
       if (waiting === undefined) {
@@ -129,7 +130,6 @@ function whenAborted(signal: AbortSignal, onAbort: () => void): () => void {
     onAbort();
     return () => {};
   }
-  const callback = () => onAbort();
-  reads.add(callback);
-  return () => reads.delete(callback);
+  reads.add(onAbort);
+  return () => reads.delete(onAbort);
 }

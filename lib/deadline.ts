@@ -18,6 +18,7 @@ export function sharedDeadline(ms: number, slotMs = 1000): (nowMs: number) => Ab
     const current = Math.floor(nowMs / slotMs);
     if (current !== slot || signal === undefined) {
       slot = current;
+      // Fires at the end of this slot plus `ms`: no earlier than `ms` after any call in it.
       signal = AbortSignal.timeout(ms + (current + 1) * slotMs - nowMs);
     }
     return signal;
