@@ -33,21 +33,28 @@ export interface RedirectTargets {
 /** The sentence of a plain-text success. */
 export const SUCCESS_TEXT = "Thank you. Your message was sent.";
 
-// Without CORS, every request shares one set of JSON answers.
-const PLAIN_JSON: Answers = {
-  success: () => jsonResponse(200, { ok: true }),
-  error: (code, options) => errorResponse(code, options),
-};
-
 /** JSON answers; `headers` (e.g. CORS) are added to each. */
 export function jsonAnswers(headers: Readonly<Record<string, string>> = NO_HEADERS): Answers {
-  if (headers === NO_HEADERS) return PLAIN_JSON;
+  return headers === NO_HEADERS ? PLAIN_JSON : jsonAnswersWith(headers);
+}
+
+function jsonAnswersWith(headers: Readonly<Record<string, string>>): Answers {
   return {
     success: () => jsonResponse(200, { ok: true }, headers),
     error: (code, options = {}) =>
-      errorResponse(code, { ...options, headers: { ...headers, ...options.headers } }),
+      errorResponse(
+        code,
+        // Without headers of its own, an answer keeps the shared (cheapest) header set.
+        headers === NO_HEADERS ? options : {
+          ...options,
+          headers: { ...headers, ...options.headers },
+        },
+      ),
   };
 }
+
+// Without CORS, every request shares one set of JSON answers.
+const PLAIN_JSON = jsonAnswersWith(NO_HEADERS);
 
 /**
  * Answers to a form post: `303` to the matching target when the form named one, else plain

@@ -167,6 +167,7 @@ export async function handleContact(
   return answer.error(code);
 }
 
+/** Logs how a request ended (main.ts tallies the refusals instead of writing a line each). */
 function outcome(deps: ContactDeps, status: number, result: string): void {
   deps.log("info", { event: "contact", status, result });
 }

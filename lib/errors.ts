@@ -76,7 +76,6 @@ export const NO_STORE: Readonly<Record<string, string>> = Object.freeze({
 
 /** No extra headers; answers built with it are shared rather than rebuilt. */
 export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
-const NONE = NO_HEADERS;
 
 // Answers repeat (the same few bodies and headers), and building a Response's headers costs
 // far more than cloning one: each distinct answer is built once and cloned. Clones copy the
@@ -88,11 +87,13 @@ const MAX_TEMPLATES = 1024;
 export function jsonResponse(
   status: number,
   body: unknown,
-  headers: Readonly<Record<string, string>> = NONE,
+  headers: Readonly<Record<string, string>> = NO_HEADERS,
 ): Response {
   const text = JSON.stringify(body);
   // A 200 with only Content-Type is Deno's static fast path: cheaper built than cloned.
-  if (status === 200 && headers === NONE) return new Response(text, { headers: JSON_HEADERS });
+  if (status === 200 && headers === NO_HEADERS) {
+    return new Response(text, { headers: JSON_HEADERS });
+  }
   // No raw newline can occur in JSON text, so the key is unambiguous.
   return cached(`${status} ${text}`, status, () => text, headers);
 }
@@ -110,7 +111,7 @@ function cached(
   if (template === undefined) {
     template = new Response(text(), {
       status,
-      headers: headers === NONE ? JSON_HEADERS : { ...JSON_HEADERS, ...headers },
+      headers: headers === NO_HEADERS ? JSON_HEADERS : { ...JSON_HEADERS, ...headers },
     });
     if (templates.size >= MAX_TEMPLATES) return template;
     templates.set(key, template);
@@ -141,7 +142,7 @@ export function textResponse(
 /** `{"ok":false,"error":code,"message":…}` plus `field` when given, with the code's status. */
 export function errorResponse(code: ErrorCode, options: ErrorResponseOptions = {}): Response {
   const { status } = ERRORS[code];
-  const { field, message = ERRORS[code].message, headers = NONE } = options;
+  const { field, message = ERRORS[code].message, headers = NO_HEADERS } = options;
   // Refusals repeat: the key names what the body holds, so it is serialised only once. Codes,
   // field names and sentences are this file's and lib/submission.ts's: none holds a newline.
   const key = `error ${code}\n${field === undefined ? "-" : `=${field}`}\n${message}`;

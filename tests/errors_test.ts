@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { errorResponse, jsonResponse, NO_STORE } from "../lib/errors.ts";
+import { errorResponse, ERRORS, jsonResponse, NO_STORE } from "../lib/errors.ts";
 
 Deno.test("jsonResponse answers repeat whole: each copy has its own body and headers", async () => {
   const first = jsonResponse(200, { ok: true });
@@ -20,6 +20,23 @@ Deno.test("JSON answers carry Content-Type and their own headers only (the proxy
   ]);
   const health = jsonResponse(200, { ok: true, configured: true }, NO_STORE);
   assert.equal(health.headers.get("cache-control"), "no-store");
+});
+
+Deno.test("errorResponse keeps answers apart by field, sentence and the field's presence", async () => {
+  const bodies = await Promise.all([
+    errorResponse("field_required", { field: "message", message: "a" }),
+    errorResponse("field_required", { field: "name", message: "a" }),
+    errorResponse("field_required", { message: "a" }),
+    errorResponse("field_required", { field: "message", message: "b" }),
+    errorResponse("field_required"),
+  ].map((response) => response.json()));
+  assert.deepEqual(bodies, [
+    { ok: false, error: "field_required", field: "message", message: "a" },
+    { ok: false, error: "field_required", field: "name", message: "a" },
+    { ok: false, error: "field_required", message: "a" },
+    { ok: false, error: "field_required", field: "message", message: "b" },
+    { ok: false, error: "field_required", message: ERRORS.field_required.message },
+  ]);
 });
 
 Deno.test("errorResponse keeps answers with different headers or bodies apart", async () => {
