@@ -13,7 +13,7 @@ import { ensureWrk, type Load, runWrk, type WrkResult } from "./wrk.ts";
 
 const CONNECTIONS = 16;
 const SECONDS = Number(Deno.env.get("BENCH_SECONDS") ?? 3);
-const ROUNDS = Number(Deno.env.get("BENCH_ROUNDS") ?? 3);
+const ROUNDS = Number(Deno.env.get("BENCH_ROUNDS") ?? 5);
 const ADDRESSES = Number(Deno.env.get("BENCH_ADDRESSES") ?? 1_000_000);
 
 const VALID = JSON.stringify({
