@@ -89,7 +89,7 @@ async function serve(settings: Settings): Promise<number> {
   const summaries = setInterval(tally.flush, 10_000);
   Deno.unrefTimer(summaries);
   const handler = createHandler({
-    now: () => new Date(),
+    now: Date.now,
     trustedProxies: config.trustedProxies,
     limiter: new RateLimiter({ limit: 5, windowMs: 60_000, maxEntries: 1_000_000 }),
     deliver: messenger === undefined ? undefined : withBackoff((text) =>

@@ -11,7 +11,7 @@ import {
   ERRORS,
   NO_HEADERS,
 } from "./errors.ts";
-import { jsonResponse, textResponse } from "./errors.ts";
+import { jsonTextResponse, textResponse } from "./errors.ts";
 import { withErrorCode } from "./redirect.ts";
 
 /** The two kinds of answer the contact pipeline gives. */
@@ -38,9 +38,11 @@ export function jsonAnswers(headers: Readonly<Record<string, string>> = NO_HEADE
   return headers === NO_HEADERS ? PLAIN_JSON : jsonAnswersWith(headers);
 }
 
+const OK = JSON.stringify({ ok: true });
+
 function jsonAnswersWith(headers: Readonly<Record<string, string>>): Answers {
   return {
-    success: () => jsonResponse(200, { ok: true }, headers),
+    success: () => jsonTextResponse(200, OK, headers),
     error: (code, options = {}) =>
       errorResponse(
         code,

@@ -24,45 +24,82 @@ export type BodyResult =
  * unread; a chunked body is refused as soon as it passes the limit, so at most the limit plus
  * one chunk is ever buffered. Once `deadline` aborts, reading stops with reason `timeout`
  * (the deadline covers the whole body, so a trickle of one byte a second cannot stretch it).
+ * Rejects if the read fails.
  */
 export function readBody(
   request: Request,
   limit = BODY_LIMIT,
   deadline?: AbortSignal,
 ): Promise<BodyResult> {
-  // Not async: the common case returns its one promise as is, not wrapped in another (which
-  // would cost two more turns of the microtask queue on every POST).
-  const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > limit) return Promise.resolve(TOO_LARGE);
-  if (declared !== null) {
-    // Fast path: the HTTP layer delivers exactly the declared length (no more), in one op, and
-    // `request.body` is never touched (its getter builds a ReadableStream, costly per request).
-    const reading = request.arrayBuffer();
-    if (deadline === undefined) {
-      return reading.then((buffer) => ({ ok: true, bytes: new Uint8Array(buffer) }));
+  return withBody(request, limit, deadline, (body) => body, rethrow);
+}
+
+const rethrow = (error: unknown): never => {
+  throw error;
+};
+
+/**
+ * Reads the body as {@linkcode readBody} does and hands the result to `onBody`; the promise
+ * settles with what `onBody` returns (or the promise it returns settles with). A failed read,
+ * or an exception thrown by `onBody`, goes to `onError` instead.
+ *
+ * Why a callback rather than a promise to await: this is every POST's path, and handing the
+ * body straight to the rules leaves one promise per request (the one returned), with no async
+ * function and no promise in between (each cost a few hundred nanoseconds of a refusal's ~14 µs).
+ */
+export function withBody<T>(
+  request: Request,
+  limit: number,
+  deadline: AbortSignal | undefined,
+  onBody: (body: BodyResult) => T | PromiseLike<T>,
+  onError: (error: unknown) => T | PromiseLike<T>,
+): Promise<T> {
+  const { promise, resolve, reject } = Promise.withResolvers<T>();
+  const fail = (error: unknown) => {
+    try {
+      resolve(onError(error));
+    } catch (thrown) {
+      reject(thrown);
     }
-    // No Promise.race and no closures of its own: a promise and a listener fewer per request
-    // (this is every POST's path). `resolve` itself waits in the deadline's set; whichever of
-    // the read and the deadline comes second finds the promise settled and changes nothing.
-    return new Promise<BodyResult>((resolve, reject) => {
-      const waiting = waitingOn(deadline);
-      if (waiting === undefined) {
-        // At most the declared length (within the limit) stays buffered until the connection,
-        // answered with `Connection: close`, ends.
-        reading.catch(() => {});
-        return resolve(TIMEOUT);
-      }
-      waiting.add(resolve);
-      reading.then((buffer) => {
-        waiting.delete(resolve);
-        resolve({ ok: true, bytes: new Uint8Array(buffer) });
-      }, (error) => {
-        waiting.delete(resolve);
-        reject(error);
-      });
-    });
+  };
+  const settle = (body: BodyResult) => {
+    try {
+      resolve(onBody(body));
+    } catch (error) {
+      fail(error);
+    }
+  };
+  const declared = request.headers.get("content-length");
+  if (declared === null) {
+    readStream(request, limit, deadline).then(settle, fail);
+    return promise;
   }
-  return readStream(request, limit, deadline);
+  if (Number(declared) > limit) {
+    settle(TOO_LARGE);
+    return promise;
+  }
+  // Fast path: the HTTP layer delivers exactly the declared length (no more), in one op, and
+  // `request.body` is never touched (its getter builds a ReadableStream, costly per request).
+  const reading = request.arrayBuffer();
+  const reads = deadline === undefined ? undefined : waitingOn(deadline);
+  if (deadline !== undefined && reads === undefined) {
+    // At most the declared length (within the limit) stays buffered until the connection,
+    // answered with `Connection: close`, ends.
+    reading.catch(() => {});
+    settle(TIMEOUT);
+    return promise;
+  }
+  // `settle` itself waits in the deadline's set. Whichever of the read and the deadline comes
+  // second finds it gone from the set (the deadline empties it) and does nothing.
+  reads?.add(settle);
+  reading.then((buffer) => {
+    if (reads === undefined || reads.delete(settle)) {
+      settle({ ok: true, bytes: new Uint8Array(buffer) });
+    }
+  }, (error) => {
+    if (reads === undefined || reads.delete(settle)) fail(error);
+  });
+  return promise;
 }
 
 /** The chunked (or length-less) case of {@linkcode readBody}. */

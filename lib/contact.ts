@@ -4,22 +4,22 @@
  * @module
  */
 import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
-import { type Appender, formatRecord, formatTimestamp } from "./backup.ts";
-import { BODY_LIMIT, readBody } from "./body.ts";
+import { accept, outcome } from "./accept.ts";
+import { type Appender, formatTimestamp } from "./backup.ts";
+import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
 import { clientAddress } from "./client_address.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { parseFormPost } from "./form_post.ts";
 import type { Cidr } from "./ip.ts";
 import { describeError, type Logger } from "./log.ts";
-import { formatNotification } from "./notification.ts";
 import { type RateLimiter, rateLimitKey } from "./rate_limit.ts";
 import { decodeJson, parseSubmission, type SubmissionResult } from "./submission.ts";
 import type { DeliveryResult } from "./telegram.ts";
 
 /** Everything the contact pipeline touches outside itself. */
 export interface ContactDeps {
-  /** The clock; read once per request. */
-  readonly now: () => Date;
+  /** The clock, in milliseconds since the epoch (`Date.now`); read once per request. */
+  readonly now: () => number;
   readonly trustedProxies: readonly Cidr[];
   readonly limiter: RateLimiter;
   /** Sends the notification text; `undefined` while the messenger is not configured. */
@@ -44,14 +44,16 @@ export interface PeerInfo {
   readonly remoteAddr: { readonly hostname: string };
 }
 
-/** Handles one `POST /api/contact`. */
-export async function handleContact(
+/**
+ * Handles one `POST /api/contact`. Refusals made before the body is read come back at once;
+ * the rest as a promise that never rejects (an unexpected error is answered `500`).
+ */
+export function handleContact(
   deps: ContactDeps,
   request: Request,
   info: PeerInfo,
-): Promise<Response> {
-  const now = deps.now();
-  const nowMs = now.getTime();
+): Response | Promise<Response> {
+  const nowMs = deps.now();
   const allowedOrigins = deps.allowedOrigins ?? [];
   const kind = bodyKind(request.headers.get("content-type"));
   // Without ALLOWED_ORIGINS the header is not even read (checkOrigin ignores it then).
@@ -61,7 +63,7 @@ export async function handleContact(
   );
   const cors = corsHeaders(origin, allowedOrigins);
   // Form posts come from browsers without JavaScript: they get pages, not JSON.
-  let answer: Answers = kind === "form" ? formAnswers(cors) : jsonAnswers(cors);
+  const answer: Answers = kind === "form" ? formAnswers(cors) : jsonAnswers(cors);
 
   if (origin.kind === "refused") {
     // Before the rate limit: another site's visitors must not use up this site's quota.
@@ -77,99 +79,84 @@ export async function handleContact(
   const ip = clientAddress(info.remoteAddr.hostname, request.headers, deps.trustedProxies);
   const decision = deps.limiter.take(rateLimitKey(ip), nowMs);
   if (!decision.allowed) {
-    outcome(deps, 429, "rate_limited");
+    outcome(deps.log, 429, "rate_limited");
     return answer.error("rate_limited", {
       headers: { "retry-after": String(decision.retryAfterSeconds) },
     });
   }
 
   // One limit for every body, the reverse proxy's (client_max_body_size 16k).
-  const body = await readBody(request, BODY_LIMIT, deps.bodyDeadline(nowMs));
+  return withBody(
+    request,
+    BODY_LIMIT,
+    deps.bodyDeadline(nowMs),
+    (body) => withinBody(deps, body, { request, kind, cors, answer, ip, nowMs }),
+    (error) => internalError(deps.log, request, error),
+  );
+}
+
+/** What the rules after the body need from before it. */
+interface Context {
+  readonly request: Request;
+  readonly kind: "json" | "form" | undefined;
+  readonly cors: Readonly<Record<string, string>>;
+  readonly answer: Answers;
+  readonly ip: string;
+  readonly nowMs: number;
+}
+
+/** The rules that need the body, in order; a valid submission goes on to {@linkcode accept}. */
+function withinBody(
+  deps: ContactDeps,
+  body: BodyResult,
+  context: Context,
+): Response | Promise<Response> {
+  const { kind, answer } = context;
   if (!body.ok && body.reason === "timeout") {
-    outcome(deps, 408, "request_timeout");
+    outcome(deps.log, 408, "request_timeout");
     return answer.error("request_timeout", { headers: { connection: "close" } });
   }
   if (!body.ok) {
-    outcome(deps, 413, "too_large");
+    outcome(deps.log, 413, "too_large");
     return answer.error("payload_too_large", { headers: { connection: "close" } });
   }
   if (kind === undefined) {
-    outcome(deps, 415, "unsupported_media_type");
+    outcome(deps.log, 415, "unsupported_media_type");
     return answer.error("unsupported_media_type");
   }
 
   let parsed: SubmissionResult;
+  let answers = answer;
   if (kind === "form") {
-    const post = parseFormPost(body.bytes, allowedOrigins);
-    answer = formAnswers(cors, post.targets);
+    const post = parseFormPost(body.bytes, deps.allowedOrigins ?? []);
+    answers = formAnswers(context.cors, post.targets);
     parsed = post.result;
   } else {
     const decoded = decodeJson(body.bytes);
     parsed = "ok" in decoded ? parseSubmission(decoded.value) : decoded;
   }
   if (parsed.kind === "honeypot") {
-    outcome(deps, 200, "honeypot");
-    return answer.success();
+    outcome(deps.log, 200, "honeypot");
+    return answers.success();
   }
   if (parsed.kind === "invalid") {
-    outcome(deps, 400, parsed.code);
-    return answer.error(parsed.code, {
-      ...(parsed.field === undefined ? {} : { field: parsed.field }),
-      ...(parsed.message === undefined ? {} : { message: parsed.message }),
-    });
+    outcome(deps.log, 400, parsed.code);
+    return answers.error(parsed.code, parsed); // its field and sentence, if any
   }
-
-  const ts = formatTimestamp(now);
-  const { name, contact, message } = parsed.submission;
-  const delivery: DeliveryResult = deps.deliver === undefined
-    ? { ok: false, error: "not configured" }
-    : await deps.deliver(formatNotification({ name, contact, message, ip, ts }));
-  if (!delivery.ok && delivery.migrateToChatId !== undefined) {
-    deps.log("warn", {
-      event: "chat_migrated",
-      hint: "set MESSENGER_CHAT_ID to new_chat_id",
-      new_chat_id: delivery.migrateToChatId,
-    });
-  }
-
-  const line = formatRecord({
-    ts,
-    name,
-    contact,
-    message,
-    ip,
-    messenger_ok: delivery.ok,
-    messenger_error: delivery.ok ? null : delivery.error,
-  });
-  let stored = true;
-  try {
-    await deps.append(line);
-    deps.onStorage(true);
-  } catch (error) {
-    stored = false;
-    deps.onStorage(false);
-    deps.log("error", { event: "backup_write_failed", error: describeError(error) });
-  }
-
-  if (delivery.ok) {
-    // Delivered: the sender's message reached the owner, so success is the truth even if the
-    // backup failed (logged above, and health turns ok:false until a write works again).
-    outcome(deps, 200, stored ? "delivered" : "delivered_not_stored");
-    return answer.success();
-  }
-  deps.log("warn", { event: "delivery_failed", error: delivery.error });
-  if (!stored) {
-    outcome(deps, 500, "lost");
-    return answer.error("internal");
-  }
-  const code = deps.deliver === undefined ? "not_configured" : "delivery_failed";
-  outcome(deps, code === "not_configured" ? 503 : 502, code);
-  return answer.error(code);
+  const { ip, nowMs, request } = context;
+  const ts = formatTimestamp(new Date(nowMs));
+  return accept(deps, answers, { ...parsed.submission, ip, ts })
+    .catch((error) => internalError(deps.log, request, error));
 }
 
-/** Logs how a request ended (main.ts tallies the refusals instead of writing a line each). */
-function outcome(deps: ContactDeps, status: number, result: string): void {
-  deps.log("info", { event: "contact", status, result });
+/**
+ * Logs an unexpected error (its description, never the request's data) and answers `500`
+ * with the fixed sentence: plain text to a form post (a browser shows it as a page), else JSON.
+ */
+export function internalError(log: Logger, request: Request, error: unknown): Response {
+  log("error", { event: "internal_error", status: 500, error: describeError(error) });
+  const form = bodyKind(request.headers.get("content-type")) === "form";
+  return (form ? formAnswers() : jsonAnswers()).error("internal");
 }
 
 /**

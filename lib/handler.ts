@@ -3,14 +3,12 @@
  *
  * @module
  */
-import { formAnswers, jsonAnswers } from "./answer.ts";
-import { bodyKind, type ContactDeps, handleContact, type PeerInfo } from "./contact.ts";
+import { type ContactDeps, handleContact, internalError, type PeerInfo } from "./contact.ts";
 import { BODY_TIMEOUT_MS } from "./body.ts";
 import { preflightResponse } from "./cors.ts";
 import { sharedDeadline } from "./deadline.ts";
 import { errorResponse, jsonResponse, NO_STORE } from "./errors.ts";
 import { examplePageResponse } from "./example_page.ts";
-import { describeError } from "./log.ts";
 
 /** The dependencies of the whole HTTP surface. */
 export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline"> & {
@@ -40,14 +38,7 @@ export function createHandler(deps: HandlerDeps): Handler {
     ...(examplePage === undefined ? {} : { "/": ["GET", "HEAD"] }),
   };
 
-  const internalError = (error: unknown, request: Request): Response => {
-    deps.log("error", { event: "internal_error", status: 500, error: describeError(error) });
-    // A browser without JavaScript reads this answer as a page: plain text, not JSON.
-    const form = bodyKind(request.headers.get("content-type")) === "form";
-    return (form ? formAnswers() : jsonAnswers()).error("internal");
-  };
-
-  // Not async: the contact pipeline's promise is handed on, without one more await per request.
+  // Not async: the contact pipeline's answer (a promise that never rejects) is handed on as is.
   return (request, info) => {
     try {
       const path = pathOf(request.url);
@@ -76,11 +67,9 @@ export function createHandler(deps: HandlerDeps): Handler {
         });
         return response;
       }
-      return handleContact(contactDeps, request, info).catch((error) =>
-        internalError(error, request)
-      );
+      return handleContact(contactDeps, request, info);
     } catch (error) {
-      return internalError(error, request);
+      return internalError(deps.log, request, error);
     }
   };
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { BODY_LIMIT, readBody } from "../lib/body.ts";
+import { BODY_LIMIT, type BodyResult, readBody, withBody } from "../lib/body.ts";
 
 function streamOf(chunks: Uint8Array[], pulled: { count: number }): ReadableStream<Uint8Array> {
   let index = 0;
@@ -84,4 +84,82 @@ Deno.test("readBody returns a complete body when the deadline never fires", asyn
   const result = await readBody(request, BODY_LIMIT, new AbortController().signal);
   assert.ok(result.ok);
   assert.equal(new TextDecoder().decode(result.bytes), "{}");
+});
+
+/** A declared-length body whose first byte arrives at once and the second when `finish` is called. */
+function stalledBody(onFirstPull: () => void) {
+  let finish = () => {};
+  let pulls = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulls++ === 0) {
+        controller.enqueue(new Uint8Array([0x7b]));
+        return onFirstPull();
+      }
+      finish = () => {
+        controller.enqueue(new Uint8Array([0x7d]));
+        controller.close();
+      };
+    },
+  }, { highWaterMark: 0 });
+  const request = new Request("http://x/", {
+    method: "POST",
+    body,
+    headers: { "content-length": "2" },
+  });
+  return { request, finish: () => finish() };
+}
+
+Deno.test("withBody answers a declared-length body cut short by the deadline once, as a timeout", async () => {
+  const deadline = new AbortController();
+  const { request } = stalledBody(() => deadline.abort());
+  const seen: BodyResult[] = [];
+  const answer = await withBody(request, BODY_LIMIT, deadline.signal, (body) => {
+    seen.push(body);
+    return "answered";
+  }, () => "failed");
+  assert.equal(answer, "answered");
+  assert.deepEqual(seen, [{ ok: false, reason: "timeout" }]);
+});
+
+Deno.test("withBody ignores a body that completes after its deadline answered", async () => {
+  const deadline = new AbortController();
+  const { request, finish } = stalledBody(() => {});
+  const seen: BodyResult[] = [];
+  const answered = withBody(request, BODY_LIMIT, deadline.signal, (body) => {
+    seen.push(body);
+    return body.ok ? "body" : body.reason;
+  }, () => "failed");
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  deadline.abort();
+  assert.equal(await answered, "timeout");
+  finish(); // the read completes now: it must not answer again
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual(seen, [{ ok: false, reason: "timeout" }]);
+});
+
+Deno.test("withBody hands an exception thrown by onBody to onError", async () => {
+  const request = new Request("http://x/", {
+    method: "POST",
+    body: "{}",
+    headers: { "content-length": "2" },
+  });
+  const errors: unknown[] = [];
+  const answer = await withBody(request, BODY_LIMIT, new AbortController().signal, () => {
+    throw new Error("rule failed");
+  }, (error) => (errors.push(error), "internal"));
+  assert.equal(answer, "internal");
+  assert.equal(String(errors[0]), "Error: rule failed");
+});
+
+Deno.test("a failed body read goes to onError, and readBody rejects with it", async () => {
+  const failing = () =>
+    new Request("http://x/", {
+      method: "POST",
+      body: new ReadableStream({ pull: (controller) => controller.error(new Error("reset")) }),
+      headers: { "content-length": "10" },
+    });
+  const answer = await withBody(failing(), BODY_LIMIT, undefined, () => "body", String);
+  assert.equal(answer, "Error: reset");
+  await assert.rejects(readBody(failing(), BODY_LIMIT, new AbortController().signal), /reset/);
 });

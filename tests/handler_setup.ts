@@ -16,6 +16,8 @@ export function setup(options: {
   allowedOrigins?: readonly string[];
   examplePage?: Uint8Array;
   bodyDeadline?: (nowMs: number) => AbortSignal;
+  /** Called before each log line is kept; a throw here is the logger failing. */
+  onLog?: (fields: LogFields) => void;
 } = {}) {
   const state = {
     now: new Date("2026-11-22T14:03:09.500Z"),
@@ -25,7 +27,7 @@ export function setup(options: {
   };
   const { deliver } = options;
   const handler: Handler = createHandler({
-    now: () => state.now,
+    now: () => state.now.getTime(),
     trustedProxies: [parseCidr("127.0.0.1/8")!],
     limiter: new RateLimiter({ limit: 5, windowMs: 60_000 }),
     deliver: deliver === "unconfigured" ? undefined : async (text) => {
@@ -33,7 +35,10 @@ export function setup(options: {
       return deliver ? await deliver(text) : { ok: true, parts: 1 };
     },
     append: options.append ?? ((line) => (state.lines.push(line), Promise.resolve())),
-    log: (level, fields) => state.logs.push({ level, ...fields }),
+    log: (level, fields) => {
+      options.onLog?.(fields);
+      state.logs.push({ level, ...fields });
+    },
     allowedOrigins: options.allowedOrigins ?? [],
     examplePage: options.examplePage,
     ...(options.bodyDeadline ? { bodyDeadline: options.bodyDeadline } : {}),

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PEER, post, setup } from "./handler_setup.ts";
+import { PEER, post, postForm, setup } from "./handler_setup.ts";
 
 Deno.test("POST /api/contact notifies, stores one record, then answers 200 {ok:true}", async () => {
   const { state, handler } = setup();
@@ -195,6 +195,22 @@ Deno.test("an unexpected error answers 500 with a fixed message and logs the det
   assert.ok(
     state.logs.some((log) => log.event === "internal_error" && String(log.error).includes("boom")),
   );
+});
+
+Deno.test("an unexpected error in the rules after the body answers 500, JSON or plain text", async () => {
+  const { state, handler } = setup({
+    onLog: (fields) => {
+      if (fields.result === "honeypot") throw new Error("log sink gone");
+    },
+  });
+  const json = await handler(post({ message: "m", website: "x" }), PEER);
+  assert.equal(json.status, 500);
+  assert.equal((await json.json()).error, "internal");
+  const form = await handler(postForm({ message: "m", website: "x" }), PEER);
+  assert.equal(form.status, 500);
+  assert.match(form.headers.get("content-type") ?? "", /^text\/plain/);
+  await form.body?.cancel();
+  assert.equal(state.logs.filter((log) => log.event === "internal_error").length, 2);
 });
 
 Deno.test("forwarded headers from an untrusted peer are ignored for limits and records", async () => {

@@ -1,11 +1,14 @@
 import assert from "node:assert/strict";
 import {
+  cleanMultiLine,
+  cleanSingleLine,
   codePointLength,
   decodeJson,
   isHoneypotHit,
   LIMITS,
   parseSubmission,
 } from "../lib/submission.ts";
+import { mulberry32 } from "./random.ts";
 
 const EMOJI = "\u{1F600}"; // one code point, two UTF-16 units
 
@@ -164,4 +167,46 @@ Deno.test("decodeJson keeps a real U+FFFD and refuses every invalid sequence tha
     const body = new Uint8Array([...encode('{"message":"'), ...bytes, ...encode('"}')]);
     assert.deepEqual(decodeJson(body), { kind: "invalid", code: "invalid_encoding" }, `${bytes}`);
   }
+});
+
+Deno.test("the printable-ASCII shortcut cleans exactly as the full cleaning does", () => {
+  const random = mulberry32(0x5eed);
+  // Both sides of every boundary the shortcut and the cleaners draw.
+  const alphabet = [
+    ..."aZ09 ~!",
+    "\t",
+    "\n",
+    "\r",
+    "\0",
+    "\x1f",
+    "\x7f",
+    "\x80",
+    "\x9f",
+    "\xa0",
+    "\u00e9",
+    "\u061c",
+    "\u200e",
+    "\u2028",
+    "\u2029",
+    "\u202e",
+    "\u2066",
+    "\ud83d",
+    "\ude00",
+  ];
+  let shortcuts = 0;
+  for (let i = 0; i < 50_000; i++) {
+    let text = "";
+    // Mostly printable ASCII, so the shortcut is taken often; sometimes one odd character.
+    const odd = random() < 0.5;
+    for (let n = Math.floor(random() * 12); n > 0; n--) {
+      const pool = odd ? alphabet.length : 7;
+      text += alphabet[Math.floor(random() * pool)];
+    }
+    if (cleanSingleLine(text, true) === text.trim() && cleanMultiLine(text, true) === text.trim()) {
+      shortcuts++;
+    }
+    assert.equal(cleanSingleLine(text), cleanSingleLine(text, true), JSON.stringify(text));
+    assert.equal(cleanMultiLine(text), cleanMultiLine(text, true), JSON.stringify(text));
+  }
+  assert.ok(shortcuts > 10_000, `only ${shortcuts} inputs the cleaners leave alone`);
 });
