@@ -20,28 +20,13 @@ export type BodyResult =
   | { readonly ok: false; readonly reason: "too_large" | "timeout" };
 
 /**
- * Reads a request body of at most `limit` bytes. A `Content-Length` over the limit is refused
- * unread; a chunked body is refused as soon as it passes the limit, so at most the limit plus
- * one chunk is ever buffered. Once `deadline` aborts, reading stops with reason `timeout`
- * (the deadline covers the whole body, so a trickle of one byte a second cannot stretch it).
- * Rejects if the read fails.
- */
-export function readBody(
-  request: Request,
-  limit = BODY_LIMIT,
-  deadline?: AbortSignal,
-): Promise<BodyResult> {
-  return withBody(request, limit, deadline, (body) => body, rethrow);
-}
-
-const rethrow = (error: unknown): never => {
-  throw error;
-};
-
-/**
- * Reads the body as {@linkcode readBody} does and hands the result to `onBody`; the promise
- * settles with what `onBody` returns (or the promise it returns settles with). A failed read,
- * or an exception thrown by `onBody`, goes to `onError` instead.
+ * Reads a request body of at most `limit` bytes and hands the result to `onBody`; the promise
+ * settles with what `onBody` returns (or the promise it returns settles with). A
+ * `Content-Length` over the limit is refused unread; a chunked body is refused as soon as it
+ * passes the limit, so at most the limit plus one chunk is ever buffered. Once `deadline`
+ * aborts, reading stops with reason `timeout` (the deadline covers the whole body, so a trickle
+ * of one byte a second cannot stretch it). A failed read, or an exception thrown by `onBody`,
+ * goes to `onError` instead.
  *
  * Why a callback rather than a promise to await: this is every POST's path, and handing the
  * body straight to the rules leaves one promise per request (the one returned), with no async
@@ -102,7 +87,7 @@ export function withBody<T>(
   return promise;
 }
 
-/** The chunked (or length-less) case of {@linkcode readBody}. */
+/** The chunked (or length-less) case of {@linkcode withBody}. */
 async function readStream(
   request: Request,
   limit: number,

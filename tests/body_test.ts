@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { BODY_LIMIT, type BodyResult, readBody, withBody } from "../lib/body.ts";
+import { BODY_LIMIT, type BodyResult, withBody } from "../lib/body.ts";
+
+/** The body as a promise: what the rules receive, or the read's error as a rejection. */
+function readBody(request: Request, limit = BODY_LIMIT, deadline?: AbortSignal) {
+  return withBody(request, limit, deadline, (body) => body, (error): BodyResult => {
+    throw error;
+  });
+}
 
 function streamOf(chunks: Uint8Array[], pulled: { count: number }): ReadableStream<Uint8Array> {
   let index = 0;
@@ -13,14 +20,14 @@ function streamOf(chunks: Uint8Array[], pulled: { count: number }): ReadableStre
   }, { highWaterMark: 0 }); // pull only when read, so tests can count reads
 }
 
-Deno.test("readBody returns a body of exactly 16384 bytes", async () => {
+Deno.test("a body read returns a body of exactly 16384 bytes", async () => {
   const request = new Request("http://x/", { method: "POST", body: new Uint8Array(BODY_LIMIT) });
   const result = await readBody(request);
   assert.ok(result.ok);
   assert.equal(result.bytes.byteLength, BODY_LIMIT);
 });
 
-Deno.test("readBody refuses a declared Content-Length over the limit without reading", async () => {
+Deno.test("a body read refuses a declared Content-Length over the limit without reading", async () => {
   const pulled = { count: 0 };
   const request = new Request("http://x/", {
     method: "POST",
@@ -31,7 +38,7 @@ Deno.test("readBody refuses a declared Content-Length over the limit without rea
   assert.equal(pulled.count, 0);
 });
 
-Deno.test("readBody stops a chunked body one chunk past the limit", async () => {
+Deno.test("a body read stops a chunked body one chunk past the limit", async () => {
   const pulled = { count: 0 };
   const chunks = Array.from({ length: 100 }, () => new Uint8Array(1000));
   const request = new Request("http://x/", { method: "POST", body: streamOf(chunks, pulled) });
@@ -39,7 +46,7 @@ Deno.test("readBody stops a chunked body one chunk past the limit", async () => 
   assert.ok(pulled.count <= 18, `pulled ${pulled.count} chunks`);
 });
 
-Deno.test("readBody joins chunks in order and treats a missing body as empty", async () => {
+Deno.test("a body read joins chunks in order and treats a missing body as empty", async () => {
   const pulled = { count: 0 };
   const request = new Request("http://x/", {
     method: "POST",
@@ -53,7 +60,7 @@ Deno.test("readBody joins chunks in order and treats a missing body as empty", a
   assert.equal(empty.bytes.byteLength, 0);
 });
 
-Deno.test("readBody gives up with 'timeout' when the deadline passes mid-body", async () => {
+Deno.test("a body read gives up with 'timeout' when the deadline passes mid-body", async () => {
   const deadline = new AbortController();
   let pulls = 0;
   // One byte, then nothing more: a client that stopped sending.
@@ -72,14 +79,14 @@ Deno.test("readBody gives up with 'timeout' when the deadline passes mid-body", 
   });
 });
 
-Deno.test("readBody with an already expired deadline refuses a stalled body at once", async () => {
+Deno.test("a body read with an already expired deadline refuses a stalled body at once", async () => {
   const body = new ReadableStream<Uint8Array>({ pull() {} }, { highWaterMark: 0 });
   const request = new Request("http://x/", { method: "POST", body });
   const result = await readBody(request, BODY_LIMIT, AbortSignal.abort());
   assert.deepEqual(result, { ok: false, reason: "timeout" });
 });
 
-Deno.test("readBody returns a complete body when the deadline never fires", async () => {
+Deno.test("a body read returns a complete body when the deadline never fires", async () => {
   const request = new Request("http://x/", { method: "POST", body: "{}" });
   const result = await readBody(request, BODY_LIMIT, new AbortController().signal);
   assert.ok(result.ok);
@@ -152,7 +159,7 @@ Deno.test("withBody hands an exception thrown by onBody to onError", async () =>
   assert.equal(String(errors[0]), "Error: rule failed");
 });
 
-Deno.test("a failed body read goes to onError, and readBody rejects with it", async () => {
+Deno.test("a failed body read goes to onError (and is rethrown if onError throws)", async () => {
   const failing = () =>
     new Request("http://x/", {
       method: "POST",
