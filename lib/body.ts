@@ -65,7 +65,8 @@ export function withBody<T>(
   }
   // Fast path: the HTTP layer delivers exactly the declared length (no more), in one op, and
   // `request.body` is never touched (its getter builds a ReadableStream, costly per request).
-  const reading = request.arrayBuffer();
+  // bytes(), not arrayBuffer(): the body as it arrived, without a copy into a new buffer.
+  const reading = request.bytes();
   const reads = deadline === undefined ? undefined : waitingOn(deadline);
   if (deadline !== undefined && reads === undefined) {
     // At most the declared length (within the limit) stays buffered until the connection,
@@ -77,10 +78,8 @@ export function withBody<T>(
   // `settle` itself waits in the deadline's set. Whichever of the read and the deadline comes
   // second finds it gone from the set (the deadline empties it) and does nothing.
   reads?.add(settle);
-  reading.then((buffer) => {
-    if (reads === undefined || reads.delete(settle)) {
-      settle({ ok: true, bytes: new Uint8Array(buffer) });
-    }
+  reading.then((bytes) => {
+    if (reads === undefined || reads.delete(settle)) settle({ ok: true, bytes });
   }, (error) => {
     if (reads === undefined || reads.delete(settle)) fail(error);
   });
@@ -143,20 +142,29 @@ const TOO_LARGE: BodyResult = Object.freeze({ ok: false, reason: "too_large" });
 // the rest of a refusal's rules).
 const waiting = new WeakMap<AbortSignal, Set<(result: BodyResult) => void>>();
 
+// Every POST of a second shares one signal: remember the last one and its set (`undefined`
+// once it has aborted), so most calls skip the WeakMap and the `aborted` getter.
+let lastSignal: AbortSignal | undefined;
+let lastReads: Set<(result: BodyResult) => void> | undefined;
+
 /** The reads waiting on `signal`, or `undefined` once it has aborted. */
 function waitingOn(signal: AbortSignal): Set<(result: BodyResult) => void> | undefined {
+  if (signal === lastSignal) return lastReads;
+  lastSignal = signal;
+  lastReads = undefined;
   if (signal.aborted) return undefined;
   let reads = waiting.get(signal);
   if (reads === undefined) {
     const all = new Set<(result: BodyResult) => void>();
     signal.addEventListener("abort", () => {
+      if (lastSignal === signal) lastReads = undefined;
       for (const resolve of all) resolve(TIMEOUT);
       all.clear();
     }, { once: true });
     waiting.set(signal, all);
     reads = all;
   }
-  return reads;
+  return lastReads = reads;
 }
 
 /** Calls `onAbort` once `signal` aborts (at once if it already has); returns the canceller. */

@@ -170,3 +170,25 @@ Deno.test("a failed body read goes to onError (and is rethrown if onError throws
   assert.equal(answer, "Error: reset");
   await assert.rejects(readBody(failing(), BODY_LIMIT, new AbortController().signal), /reset/);
 });
+
+Deno.test("withBody answers 'timeout' at once on the last deadline it saw, once that deadline has passed", async () => {
+  const first = new AbortController();
+  const complete = () =>
+    new Request("http://x/", { method: "POST", body: "{}", headers: { "content-length": "2" } });
+  const reason = (body: BodyResult) => (body.ok ? "body" : body.reason);
+  // The first read remembers `first` (and its waiting set) for the reads after it.
+  assert.equal(
+    await withBody(complete(), BODY_LIMIT, first.signal, reason, () => "failed"),
+    "body",
+  );
+  first.abort();
+  const { request } = stalledBody(() => {});
+  const late = withBody(request, BODY_LIMIT, first.signal, reason, () => "failed");
+  const waited = new Promise((resolve) => setTimeout(() => resolve("still waiting"), 200));
+  assert.equal(await Promise.race([late, waited]), "timeout");
+  const second = new AbortController();
+  assert.equal(
+    await withBody(complete(), BODY_LIMIT, second.signal, reason, () => "failed"),
+    "body",
+  );
+});
