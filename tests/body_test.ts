@@ -184,8 +184,10 @@ Deno.test("withBody answers 'timeout' at once on the last deadline it saw, once 
   first.abort();
   const { request } = stalledBody(() => {});
   const late = withBody(request, BODY_LIMIT, first.signal, reason, () => "failed");
-  const waited = new Promise((resolve) => setTimeout(() => resolve("still waiting"), 200));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const waited = new Promise((resolve) => (timer = setTimeout(resolve, 200, "still waiting")));
   assert.equal(await Promise.race([late, waited]), "timeout");
+  clearTimeout(timer);
   const second = new AbortController();
   assert.equal(
     await withBody(complete(), BODY_LIMIT, second.signal, reason, () => "failed"),
