@@ -25,7 +25,7 @@ export function netAddress(host: string, port: number): string {
 }
 
 /** The API's `host:port`, the port defaulted from the scheme. */
-export function apiAddress(apiUrl: string): string {
+function apiAddress(apiUrl: string): string {
   const api = new URL(apiUrl);
   const port = api.port === "" ? (api.protocol === "https:" ? 443 : 80) : Number(api.port);
   // URL keeps IPv6 hosts in brackets; netAddress adds its own.
@@ -82,33 +82,34 @@ export function permissionGaps(
 ): PermissionGap[] {
   const listen = netAddress(config.host, config.port);
   const api = apiAddress(config.apiUrl);
+  const rebuild = "build with this setting (deno task compile) or change it back";
   const needs: Array<[SettingName, NeededPermission, string]> = [
     [
       "PORT",
       { name: "net", host: listen },
-      `"HOST"/"PORT": this build may not listen on ${listen}`,
+      `"HOST"/"PORT": this build may not listen on ${listen}; ${rebuild}`,
     ],
     [
       "MESSENGER_API_URL",
       { name: "net", host: api },
-      `"MESSENGER_API_URL": this build may not connect to ${api}`,
+      `"MESSENGER_API_URL": this build may not connect to ${api}; ${rebuild}`,
     ],
     [
       "MESSAGES_FILE",
       { name: "write", path: config.messagesFile },
-      `"MESSAGES_FILE": this build may not write ${config.messagesFile}`,
+      `"MESSAGES_FILE": this build may not write ${config.messagesFile}; ${rebuild}`,
     ],
   ];
   if (config.serveExample) {
-    // A binary is built without the page's read permission: trying the form is for `deno task start`.
+    // A binary is never built with the page's read permission (compile ignores SERVE_EXAMPLE):
+    // rebuilding cannot help, so the hint names what can.
     needs.push([
       "SERVE_EXAMPLE",
       { name: "read", path: examplePagePath() },
-      `"SERVE_EXAMPLE": this build may not read the example page`,
+      `"SERVE_EXAMPLE": a binary does not serve the example page; ` +
+      "unset it, or try the form with deno task start",
     ]);
   }
-  return needs.filter(([, permission]) => !granted(permission)).map(([setting, , message]) => ({
-    setting,
-    message: `${message}; build with this setting (deno task compile) or change it back`,
-  }));
+  return needs.filter(([, permission]) => !granted(permission))
+    .map(([setting, , message]) => ({ setting, message }));
 }

@@ -79,3 +79,15 @@ Deno.test("permissionGaps names each setting that asks for more than was granted
   ]);
   assert.deepEqual(permissionGaps(config, () => true), []);
 });
+
+Deno.test("permissionGaps tells a binary asked for SERVE_EXAMPLE to unset it, not to rebuild", () => {
+  const gaps = permissionGaps(
+    parseConfig({ SERVE_EXAMPLE: "1" }),
+    (permission) => permission.name !== "read",
+  );
+  assert.deepEqual(gaps.map((gap) => gap.setting), ["SERVE_EXAMPLE"]);
+  assert.match(gaps[0]!.message, /unset it, or try the form with deno task start/);
+  assert.doesNotMatch(gaps[0]!.message, /deno task compile/);
+  const port = permissionGaps(parseConfig({ PORT: "9000" }), (p) => p.name !== "net");
+  assert.match(port[0]!.message, /listen on 127\.0\.0\.1:9000; build with this setting/);
+});
