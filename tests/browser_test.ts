@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { apiError, type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
 import { type Browser, browserInstalled, launchBrowser, type Page } from "./browser.ts";
-import { freePort, type Service, startService } from "./service.ts";
+import { type Service, startService } from "./service.ts";
 
 const TOKEN = "123456789:AAE_browser-test-token";
 const CHAT_ID = 4242;
@@ -282,9 +282,12 @@ Deno.test({
   ...options,
   fn: async () => {
     const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
-    const port = freePort();
+    // Hold the service's port while the two sites bind theirs, so neither can be given it.
+    const held = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const { port } = held.addr;
     const site = startStaticSite(`http://127.0.0.1:${port}`);
     const stranger = startStaticSite(`http://127.0.0.1:${port}`);
+    held.close();
     const service = await startService({
       PORT: String(port),
       MESSENGER_BOT_TOKEN: TOKEN,
