@@ -17,22 +17,22 @@ local addr = os.getenv("BENCH_ADDR") or "none"
 local prefix = tonumber(os.getenv("BENCH_PREFIX") or "10")
 local limit = tonumber(os.getenv("BENCH_LIMIT") or "0")
 
-local headers = {}
-if body ~= "" then headers["Content-Type"] = "application/json" else body = nil end
+if body == "" then body = nil end
+local contentType = "application/json"
 
 if addr == "none" then
   -- A static request: wrk formats it once.
   wrk.method = method
   wrk.path = path
   wrk.body = body
-  for k, v in pairs(headers) do wrk.headers[k] = v end
+  if body then wrk.headers["Content-Type"] = contentType end
 else
   -- The same bytes wrk.format() would send, with X-Real-IP last.
   local head, tail
   function init(args)
     head = method .. " " .. path .. " HTTP/1.1\r\nHost: " .. wrk.headers["Host"] .. "\r\n"
     if body then
-      head = head .. "Content-Type: application/json\r\nContent-Length: " .. #body .. "\r\n"
+      head = head .. "Content-Type: " .. contentType .. "\r\nContent-Length: " .. #body .. "\r\n"
     end
     head = head .. "X-Real-IP: "
     tail = "\r\n\r\n" .. (body or "")

@@ -9,9 +9,10 @@ import {
   errorResponse,
   type ErrorResponseOptions,
   ERRORS,
+  jsonTextResponse,
   NO_HEADERS,
+  textResponse,
 } from "./errors.ts";
-import { jsonTextResponse, textResponse } from "./errors.ts";
 import { withErrorCode } from "./redirect.ts";
 
 /** The two kinds of answer the contact pipeline gives. */
@@ -31,7 +32,7 @@ export interface RedirectTargets {
 }
 
 /** The sentence of a plain-text success. */
-export const SUCCESS_TEXT = "Thank you. Your message was sent.";
+const SUCCESS_TEXT = "Thank you. Your message was sent.";
 
 /** JSON answers; `headers` (e.g. CORS) are added to each. */
 export function jsonAnswers(headers: Readonly<Record<string, string>> = NO_HEADERS): Answers {

@@ -75,7 +75,7 @@ export async function openBackupFile(
 }
 
 /** The real {@linkcode FileSource} of `path`; needs read and write permission on it only. */
-export function backupFileSource(path: string, onLoose: (mode: number) => void): FileSource {
+function backupFileSource(path: string, onLoose: (mode: number) => void): FileSource {
   return {
     async identify() {
       try {

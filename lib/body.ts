@@ -24,18 +24,19 @@ export type BodyResult =
  * settles with what `onBody` returns (or the promise it returns settles with). A
  * `Content-Length` over the limit is refused unread; a chunked body is refused as soon as it
  * passes the limit, so at most the limit plus one chunk is ever buffered. Once `deadline`
- * aborts, reading stops with reason `timeout` (the deadline covers the whole body, so a trickle
- * of one byte a second cannot stretch it). A failed read, or an exception thrown by `onBody`,
- * goes to `onError` instead.
+ * aborts, the answer is reason `timeout` (the deadline covers the whole body, so a trickle of
+ * one byte a second cannot stretch it); a chunked read is cancelled, a declared-length one is
+ * left to end unheard. A failed read, or an exception thrown by `onBody`, goes to `onError`.
  *
  * Why a callback rather than a promise to await: this is every POST's path, and handing the
- * body straight to the rules leaves one promise per request (the one returned), with no async
- * function and no promise in between (each cost a few hundred nanoseconds of a refusal's ~14 µs).
+ * body straight to the rules leaves, besides the read's own, one promise per request (the one
+ * returned), with no async function and no wrapper promise in between (each cost a few hundred
+ * nanoseconds of a refusal).
  */
 export function withBody<T>(
   request: Request,
   limit: number,
-  deadline: AbortSignal | undefined,
+  deadline: AbortSignal,
   onBody: (body: BodyResult) => T | PromiseLike<T>,
   onError: (error: unknown) => T | PromiseLike<T>,
 ): Promise<T> {
@@ -67,21 +68,15 @@ export function withBody<T>(
   // `request.body` is never touched (its getter builds a ReadableStream, costly per request).
   // bytes(), not arrayBuffer(): the body as it arrived, without a copy into a new buffer.
   const reading = request.bytes();
-  const reads = deadline === undefined ? undefined : waitingOn(deadline);
-  if (deadline !== undefined && reads === undefined) {
-    // At most the declared length (within the limit) stays buffered until the connection,
-    // answered with `Connection: close`, ends.
-    reading.catch(() => {});
-    settle(TIMEOUT);
-    return promise;
-  }
-  // `settle` itself waits in the deadline's set. Whichever of the read and the deadline comes
-  // second finds it gone from the set (the deadline empties it) and does nothing.
-  reads?.add(settle);
+  // `settle` itself waits on the deadline (or is answered `timeout` at once if it has passed:
+  // at most the declared length then stays buffered until the connection, answered with
+  // `Connection: close`, ends). Whichever of the read and the deadline comes second finds it
+  // gone from the set and does nothing.
+  const reads = waitFor(deadline, settle);
   reading.then((bytes) => {
-    if (reads === undefined || reads.delete(settle)) settle({ ok: true, bytes });
+    if (reads?.delete(settle)) settle({ ok: true, bytes });
   }, (error) => {
-    if (reads === undefined || reads.delete(settle)) fail(error);
+    if (reads?.delete(settle)) fail(error);
   });
   return promise;
 }
@@ -90,23 +85,19 @@ export function withBody<T>(
 async function readStream(
   request: Request,
   limit: number,
-  deadline: AbortSignal | undefined,
+  deadline: AbortSignal,
 ): Promise<BodyResult> {
   if (request.body === null) return { ok: true, bytes: new Uint8Array() };
 
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = request.body.getReader();
-  let expire: ((value: "timeout") => void) | undefined;
-  const expired = deadline === undefined
-    ? undefined
-    : new Promise<"timeout">((resolve) => (expire = resolve));
-  const cancel = deadline === undefined
-    ? undefined
-    : whenAborted(deadline, () => expire!("timeout"));
+  let expire = () => {};
+  const expired = new Promise<"timeout">((resolve) => (expire = () => resolve("timeout")));
+  const reads = waitFor(deadline, expire);
   try {
     while (true) {
-      const next = await (expired ? Promise.race([reader.read(), expired]) : reader.read());
+      const next = await Promise.race([reader.read(), expired]);
       if (next === "timeout") {
         // Not awaited: a stalled client must not stall the answer.
         reader.cancel().catch(() => {});
@@ -122,7 +113,7 @@ async function readStream(
       chunks.push(value);
     }
   } finally {
-    cancel?.();
+    reads?.delete(expire);
     reader.releaseLock();
   }
   const bytes = new Uint8Array(size);
@@ -137,43 +128,36 @@ async function readStream(
 const TIMEOUT: BodyResult = Object.freeze({ ok: false, reason: "timeout" });
 const TOO_LARGE: BodyResult = Object.freeze({ ok: false, reason: "too_large" });
 
-// A deadline signal is shared by every request of its slot: it gets one listener, which
-// answers the reads still waiting (adding and removing a listener per request costs more than
-// the rest of a refusal's rules).
-const waiting = new WeakMap<AbortSignal, Set<(result: BodyResult) => void>>();
+/** What waits on a deadline: called with `timeout` when it passes. */
+type Waiter = (result: BodyResult) => void;
 
-// Every POST of a second shares one signal: remember the last one and its set (`undefined`
-// once it has aborted), so most calls skip the WeakMap and the `aborted` getter.
+// A deadline signal is shared by every request of its slot (lib/deadline.ts), and slots only
+// move forward: remember the current one and the reads waiting on it. Each signal gets one
+// listener, which answers the reads still waiting (adding and removing a listener per request
+// costs more than the rest of a refusal's rules).
 let lastSignal: AbortSignal | undefined;
-let lastReads: Set<(result: BodyResult) => void> | undefined;
+let lastReads: Set<Waiter> | undefined; // `undefined` once lastSignal has aborted
 
-/** The reads waiting on `signal`, or `undefined` once it has aborted. */
-function waitingOn(signal: AbortSignal): Set<(result: BodyResult) => void> | undefined {
-  if (signal === lastSignal) return lastReads;
-  lastSignal = signal;
-  lastReads = undefined;
-  if (signal.aborted) return undefined;
-  let reads = waiting.get(signal);
-  if (reads === undefined) {
-    const all = new Set<(result: BodyResult) => void>();
-    signal.addEventListener("abort", () => {
-      if (lastSignal === signal) lastReads = undefined;
-      for (const resolve of all) resolve(TIMEOUT);
-      all.clear();
-    }, { once: true });
-    waiting.set(signal, all);
-    reads = all;
+/**
+ * Adds `waiter` to the reads waiting on `signal` and returns their set (delete it from there once
+ * it need not wait); if `signal` has aborted already, calls it at once and returns `undefined`.
+ */
+function waitFor(signal: AbortSignal, waiter: Waiter): Set<Waiter> | undefined {
+  if (signal !== lastSignal) {
+    lastSignal = signal;
+    lastReads = signal.aborted ? undefined : listenOn(signal);
   }
-  return lastReads = reads;
+  if (lastReads === undefined) waiter(TIMEOUT);
+  else lastReads.add(waiter);
+  return lastReads;
 }
 
-/** Calls `onAbort` once `signal` aborts (at once if it already has); returns the canceller. */
-function whenAborted(signal: AbortSignal, onAbort: () => void): () => void {
-  const reads = waitingOn(signal);
-  if (reads === undefined) {
-    onAbort();
-    return () => {};
-  }
-  reads.add(onAbort);
-  return () => reads.delete(onAbort);
+function listenOn(signal: AbortSignal): Set<Waiter> {
+  const reads = new Set<Waiter>();
+  signal.addEventListener("abort", () => {
+    if (lastSignal === signal) lastReads = undefined;
+    for (const waiter of reads) waiter(TIMEOUT);
+    reads.clear();
+  }, { once: true });
+  return reads;
 }

@@ -22,7 +22,7 @@ export const COMMANDS = {
 export type CommandName = keyof typeof COMMANDS;
 
 /** One line of help per setting; a new setting does not compile without one. */
-export const SETTING_HELP: Record<SettingName, string> = {
+const SETTING_HELP: Record<SettingName, string> = {
   MESSENGER_BOT_TOKEN: "bot credential from @BotFather, <digits>:<chars>; never printed",
   MESSENGER_CHAT_ID: "chat that receives notifications; negative for groups",
   MESSAGES_FILE: "backup file, relative to the working directory",
@@ -42,7 +42,7 @@ export type Invocation =
   | { readonly kind: "run"; readonly command: CommandName; readonly envFile?: string };
 
 /** A command line that cannot be understood; the message fits one line. */
-export class UsageError extends Error {
+class UsageError extends Error {
   override readonly name = "UsageError";
 }
 

@@ -5,15 +5,7 @@
  * @module
  */
 
-import {
-  canonicalIp,
-  type Cidr,
-  cidrContains,
-  formatIp,
-  type IpAddress,
-  isCanonicalIpv4,
-  parseIp,
-} from "./ip.ts";
+import { canonicalIp, type Cidr, cidrContains, formatIp, type IpAddress, parseIp } from "./ip.ts";
 
 /**
  * Decides which address a request is counted and recorded under.
@@ -43,7 +35,6 @@ export function clientAddress(peer: string, headers: Headers, trusted: readonly 
   }
   if (!lastPeerTrusted) return formatIp(peerIp);
   const candidate = forwardedCandidate(headers);
-  if (candidate !== null && isCanonicalIpv4(candidate)) return candidate; // parses to itself
   return (candidate === null ? null : canonicalIp(candidate)) ?? formatIp(peerIp);
 }
 

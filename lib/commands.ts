@@ -10,7 +10,7 @@ import { formatTimestamp } from "./backup.ts";
 import { type Config, ConfigError, parseConfig } from "./config.ts";
 import { type NeededPermission, netAddress, permissionGaps } from "./permissions.ts";
 import type { Settings } from "./settings.ts";
-import { type BotApiOptions, callBotApi, sendNotification } from "./telegram.ts";
+import { type BotApiOptions, callBotApi, isRecord, sendNotification } from "./telegram.ts";
 
 /** What the commands need from the outside world. */
 export interface CommandIo {
@@ -191,8 +191,4 @@ function printable(value: unknown): string {
   const text = String(value).replace(/[\p{Cc}\p{Cf}\u2028\u2029]+/gu, " ").trim();
   const chars = Array.from(text); // code points: a cut never splits a surrogate pair
   return chars.length > 64 ? `${chars.slice(0, 63).join("")}…` : text || "-";
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -13,10 +13,10 @@ import { ConfigError, parseConfig } from "./config.ts";
 import { serviceFlags } from "./permissions.ts";
 
 /** Settings that decide the binary's permissions, read from the build environment. */
-export const BUILD_SETTINGS = ["HOST", "PORT", "MESSENGER_API_URL", "MESSAGES_FILE"] as const;
+const BUILD_SETTINGS = ["HOST", "PORT", "MESSENGER_API_URL", "MESSAGES_FILE"] as const;
 
 /** Names the one env file the binary may read (`contactd --env-file`). */
-export const ENV_FILE_SETTING = "CONTACTD_ENV_FILE";
+const ENV_FILE_SETTING = "CONTACTD_ENV_FILE";
 
 /** Where the systemd unit and the README keep the settings. */
 export const DEFAULT_ENV_FILE = "/etc/contactd/env";
@@ -30,7 +30,7 @@ export const OUTPUT = "dist/contactd";
  * resolves them against the working directory at run time, which the systemd unit sets to its
  * StateDirectory. Throws {@linkcode ConfigError} or `RangeError` for a malformed value.
  */
-export function compileArgs(buildEnv: Readonly<Record<string, string | undefined>>): string[] {
+function compileArgs(buildEnv: Readonly<Record<string, string | undefined>>): string[] {
   const settings = Object.fromEntries(BUILD_SETTINGS.map((name) => [name, buildEnv[name]]));
   const envFile = buildEnv[ENV_FILE_SETTING]?.trim() || DEFAULT_ENV_FILE;
   if (!envFile.startsWith("/")) {

@@ -146,7 +146,7 @@ function parseSwitch(name: SettingName, text: string): boolean {
  * A comma list of origins such as `https://example.org,https://www.example.org:8443`, each
  * normalised to what browsers send in `Origin` (lower-case host, no default port, no slash).
  */
-export function parseAllowedOrigins(text: string): string[] {
+function parseAllowedOrigins(text: string): string[] {
   const origins = parseCommaList(
     "ALLOWED_ORIGINS",
     text,

@@ -29,8 +29,8 @@ export interface ContactDeps {
   readonly log: Logger;
   /** Told whether the last backup write worked (health reports it). */
   readonly onStorage: (ok: boolean) => void;
-  /** `ALLOWED_ORIGINS`; empty or absent means no CORS and no `Origin` check. */
-  readonly allowedOrigins?: readonly string[];
+  /** `ALLOWED_ORIGINS`; empty means no CORS and no `Origin` check. */
+  readonly allowedOrigins: readonly string[];
   /**
    * Hands out the signal that aborts when the request body has taken too long; called once per
    * admitted POST with the request's time. createHandler defaults it to one shared signal per
@@ -54,7 +54,7 @@ export function handleContact(
   info: PeerInfo,
 ): Response | Promise<Response> {
   const nowMs = deps.now();
-  const allowedOrigins = deps.allowedOrigins ?? [];
+  const { allowedOrigins } = deps;
   const kind = bodyKind(request.headers.get("content-type"));
   // Without ALLOWED_ORIGINS the header is not even read (checkOrigin ignores it then).
   const origin = checkOrigin(
@@ -128,7 +128,7 @@ function withinBody(
   let parsed: SubmissionResult;
   let answers = answer;
   if (kind === "form") {
-    const post = parseFormPost(body.bytes, deps.allowedOrigins ?? []);
+    const post = parseFormPost(body.bytes, deps.allowedOrigins);
     answers = formAnswers(context.cors, post.targets);
     parsed = post.result;
   } else {

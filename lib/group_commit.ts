@@ -1,8 +1,9 @@
 /**
  * Group commit for the backup file: lines that arrive while a write + sync is in flight are
- * queued, then written together with one write and covered by one sync. Contract: a caller is answered only after the sync that covers its line,
- * a failed write or sync rejects every caller of that batch, lines are whole and keep their
- * order, and a rotated file is reopened (see {@linkcode trackFile}).
+ * queued, then written together with one write and covered by one sync. Contract: a caller is
+ * answered only after the sync that covers its line, a failed write or sync rejects every caller
+ * of that batch, lines are whole and keep their order, and a rotated file is reopened (see
+ * {@linkcode trackFile}).
  *
  * @module
  */
@@ -16,8 +17,8 @@ interface Pending {
 
 /**
  * Builds an appender that batches concurrent lines. With one caller at a time it does one
- * write and one sync per line; under load, one sync serves
- * every line queued while the previous one ran.
+ * write and one sync per line; under load, one sync serves every line queued while the previous
+ * one ran.
  */
 export function createGroupAppender(opened: OpenedFile, source?: FileSource): Appender {
   const tracked = trackFile(opened, source);

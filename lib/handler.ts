@@ -11,7 +11,9 @@ import { errorResponse, jsonResponse, NO_STORE } from "./errors.ts";
 import { examplePageResponse } from "./example_page.ts";
 
 /** The dependencies of the whole HTTP surface. */
-export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline"> & {
+export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allowedOrigins"> & {
+  /** `ALLOWED_ORIGINS`; empty or absent means no CORS and no `Origin` check. */
+  readonly allowedOrigins?: readonly string[];
   /** Body-read deadlines; default: one shared 10 s signal per second of arrival. */
   readonly bodyDeadline?: ContactDeps["bodyDeadline"];
   /** The example form's bytes, served at `/`; absent unless `SERVE_EXAMPLE=1`. */
@@ -24,12 +26,13 @@ export type Handler = (request: Request, info: PeerInfo) => Response | Promise<R
 /** Builds the request handler. Health `ok` is false while the backup file cannot be written. */
 export function createHandler(deps: HandlerDeps): Handler {
   let storageOk = true;
+  const allowedOrigins = deps.allowedOrigins ?? [];
   const contactDeps: ContactDeps = {
     ...deps,
+    allowedOrigins,
     bodyDeadline: deps.bodyDeadline ?? sharedDeadline(BODY_TIMEOUT_MS),
     onStorage: (ok) => (storageOk = ok),
   };
-  const allowedOrigins = deps.allowedOrigins ?? [];
   const { examplePage } = deps;
   const routes: Readonly<Record<string, readonly string[]>> = {
     // OPTIONS (the CORS preflight) exists only while other origins are allowed.

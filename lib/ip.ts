@@ -165,10 +165,10 @@ const GROUPS: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
  */
 export function canonicalIp(text: string): string | null {
   if (typeof text !== "string" || text.length > MAX_IP_TEXT) return null;
+  if (isCanonicalIpv4(text)) return text; // the common case: it parses to itself
   const trimmed = text.trim();
   const bracketed = trimmed.startsWith("[") && trimmed.endsWith("]");
   if (!bracketed && !trimmed.includes(":")) {
-    if (isCanonicalIpv4(trimmed)) return trimmed;
     const b = parseV4(trimmed);
     return b === null ? null : `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
   }

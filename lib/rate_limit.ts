@@ -5,7 +5,7 @@
  * @module
  */
 
-import { formatIp, ipv6Network64, isCanonicalIpv4, parseIp } from "./ip.ts";
+import { canonicalIp, ipv6Network64, isCanonicalIpv4 } from "./ip.ts";
 
 /** Configuration for {@linkcode RateLimiter}. */
 export interface RateLimiterOptions {
@@ -268,8 +268,7 @@ export function rateLimitKey(address: string): string {
   if (isCanonicalIpv4(address)) return address;
   const network = ipv6Network64(address);
   if (network !== null) return `${network}/64`;
-  const ip = parseIp(address);
-  return ip === null ? address : formatIp(ip);
+  return canonicalIp(address) ?? address;
 }
 
 /**

@@ -123,8 +123,8 @@ const MULTI_LINE_UNSAFE = /[\0-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]/g;
  * trimmed. `thorough` skips the shortcut for printable ASCII (tests compare the two ways).
  */
 export function cleanSingleLine(text: string, thorough = false): string {
-  // Printable ASCII is what forms mostly send, and nothing in it is replaced: the three
-  // regular-expression passes would only copy it (they cost more than the rest of a 400).
+  // Printable ASCII is what forms mostly send, and nothing in it is replaced: the
+  // well-formed copy and the regular-expression pass would only copy it.
   if (!thorough && isPrintableAscii(text, false)) return text.trim();
   return text.toWellFormed().replace(SINGLE_LINE_UNSAFE, " ").trim();
 }

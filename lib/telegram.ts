@@ -251,6 +251,7 @@ function oneLine(text: string, max: number): string {
   return `${flat.slice(0, max - 1).replace(/[\uD800-\uDBFF]$/, "")}…`;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+/** True for a JSON object (not null, not an array): what a Bot API reply's parts should be. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }

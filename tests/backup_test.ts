@@ -91,10 +91,11 @@ Deno.test("trackFile writes each text whole through short writes and syncs it be
 });
 
 Deno.test("trackFile rejects when the sync fails and keeps serving later writes", async () => {
-  const { file } = fakeFile({ failSync: true });
+  const { file, writes } = fakeFile({ failSync: true });
   const tracked = trackFile(opened(file));
   await assert.rejects(tracked.writeSynced("a\n"), /EIO/);
   await assert.rejects(tracked.writeSynced("b\n"), /EIO/);
+  assert.equal(writes.join(""), "a\nb\n"); // the second line was written, not refused unseen
 });
 
 Deno.test("trackFile starts the next line fresh after a torn write", async () => {

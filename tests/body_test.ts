@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import { BODY_LIMIT, type BodyResult, withBody } from "../lib/body.ts";
 
 /** The body as a promise: what the rules receive, or the read's error as a rejection. */
-function readBody(request: Request, limit = BODY_LIMIT, deadline?: AbortSignal) {
+function readBody(
+  request: Request,
+  limit = BODY_LIMIT,
+  deadline = new AbortController().signal, // one that never fires
+) {
   return withBody(request, limit, deadline, (body) => body, (error): BodyResult => {
     throw error;
   });
@@ -166,7 +170,13 @@ Deno.test("a failed body read goes to onError (and is rethrown if onError throws
       body: new ReadableStream({ pull: (controller) => controller.error(new Error("reset")) }),
       headers: { "content-length": "10" },
     });
-  const answer = await withBody(failing(), BODY_LIMIT, undefined, () => "body", String);
+  const answer = await withBody(
+    failing(),
+    BODY_LIMIT,
+    new AbortController().signal,
+    () => "body",
+    String,
+  );
   assert.equal(answer, "Error: reset");
   await assert.rejects(readBody(failing(), BODY_LIMIT, new AbortController().signal), /reset/);
 });

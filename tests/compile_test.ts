@@ -9,10 +9,9 @@ import { parseConfig } from "../lib/config.ts";
 import { DEFAULT_ENV_FILE, OUTPUT } from "../lib/compile.ts";
 import { serviceFlags } from "../lib/permissions.ts";
 import { startFakeBotApi } from "./fake_bot_api.ts";
-import { baseEnv, freePort } from "./service.ts";
+import { baseEnv, freePort, TOKEN } from "./service.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
-const TOKEN = "123456789:AAE_secret-token-value";
 const CHAT_ID = 4242;
 
 /** Runs the real `deno task compile --print` with `buildEnv`; returns the `deno` arguments. */

@@ -46,6 +46,9 @@ Deno.test("stored submissions, warnings and errors are logged at once, one line 
 });
 
 Deno.test("isRefusal: honeypot hits, 400, 413, 415 and 429 only", () => {
+  assert.equal(isRefusal({ event: "contact", status: 200, result: "honeypot" }), true);
+  assert.equal(isRefusal({ event: "contact", status: 400, result: "invalid_json" }), true);
+  assert.equal(isRefusal({ event: "contact", status: 429, result: "rate_limited" }), true);
   assert.equal(isRefusal({ event: "contact", status: 408, result: "request_timeout" }), false);
   assert.equal(
     isRefusal({ event: "contact", status: 403, result: "origin_not_allowed", origin: "x" }),

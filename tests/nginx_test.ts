@@ -7,12 +7,10 @@ import assert from "node:assert/strict";
 import { ERRORS } from "../lib/errors.ts";
 import { startFakeBotApi } from "./fake_bot_api.ts";
 import { type RawResponse, request } from "./raw_http.ts";
-import { freePort, startService } from "./service.ts";
+import { CHAT_ID, freePort, startService, TOKEN } from "./service.ts";
 import { requireTool, skipWithout } from "./tools.ts";
 
 const EXAMPLE = new URL("../examples/nginx.conf", import.meta.url).pathname;
-const TOKEN = "123456789:AAE_secret-token-value";
-const CHAT_ID = -1001234567890;
 
 /** examples/nginx.conf with the deployment's paths and ports replaced by the test's. */
 function substitute(example: string, nginxPort: number, servicePort: number, dir: string) {

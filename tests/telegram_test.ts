@@ -383,31 +383,28 @@ Deno.test("callBotApi's timeout also covers reading the response body", async ()
   assert.deepEqual(result, { ok: false, error: "timeout" });
 });
 
-Deno.test("callBotApi reports a body that breaks off mid-read as a network error", async () => {
-  const { fetch } = scriptedFetch(() =>
+/** A 200 whose body fails with `error` when read. */
+function bodyFails(error: Error): Step {
+  return () =>
     new Response(
       new ReadableStream({
         pull(controller) {
-          controller.error(new Error("connection reset by peer"));
+          controller.error(error);
         },
       }),
       { status: 200 },
-    )
-  );
+    );
+}
+
+Deno.test("callBotApi reports a body that breaks off mid-read as a network error", async () => {
+  const { fetch } = scriptedFetch(bodyFails(new Error("connection reset by peer")));
   const result = await callBotApi(options(fetch), "getMe", {});
   assert.deepEqual(result, { ok: false, error: "network error: connection reset" });
 });
 
 Deno.test("callBotApi reports Deno's 'error reading a body from connection' as a reply cut off", async () => {
-  const { fetch } = scriptedFetch(() =>
-    new Response(
-      new ReadableStream({
-        pull(controller) {
-          controller.error(new TypeError("error reading a body from connection"));
-        },
-      }),
-      { status: 200 },
-    )
+  const { fetch } = scriptedFetch(
+    bodyFails(new TypeError("error reading a body from connection")),
   );
   const result = await callBotApi(options(fetch), "sendMessage", {});
   assert.deepEqual(result, { ok: false, error: "network error: reply cut off" });
