@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { type Appender, openBackupFile } from "./lib/backup.ts";
+import { openBackupFile } from "./lib/backup.ts";
+import type { Appender } from "./lib/group_commit.ts";
 import { withBackoff } from "./lib/backoff.ts";
 import { runCli } from "./lib/cli.ts";
 import { ConfigError, parseConfig } from "./lib/config.ts";

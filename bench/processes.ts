@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { freePort, serviceCommand } from "../tests/service.ts";
+import { freePort, serviceCommand } from "../tests/support/service.ts";
 
 const FLOOR = new URL("./floor.ts", import.meta.url).pathname;
 

@@ -7,18 +7,21 @@
  *
  * @module
  */
-import { type Appender, type OpenedFile, trackFile, type WritableFile } from "../lib/backup.ts";
-import { createGroupAppender } from "../lib/group_commit.ts";
+import { type Appender, createGroupAppender } from "../lib/group_commit.ts";
+import { type TrackedFile, trackFile, type WritableFile } from "../lib/tracked_file.ts";
 
 const CALLERS = 16;
 
 /** The baseline group commit is measured against: one write and one sync per line, in order. */
-function createSerialAppender(opened: OpenedFile): Appender {
-  const tracked = trackFile(opened);
-  let queue: Promise<void> = Promise.resolve();
+function createSerialAppender(tracked: TrackedFile): Appender {
+  let queue: Promise<unknown> = Promise.resolve();
   return {
     append(line) {
-      const done = queue.then(() => tracked.writeSynced(line));
+      const done = queue.then(async () => {
+        const { offsets, error } = await tracked.writeLines([line]);
+        if (offsets[0] === undefined) throw error;
+        return offsets[0];
+      });
       queue = done.catch(() => {});
       return done;
     },
@@ -35,7 +38,7 @@ const LINE = new TextEncoder().encode(JSON.stringify({ message: "x".repeat(300) 
 const TEXT = new TextDecoder().decode(LINE);
 
 /** Runs `append` from CALLERS concurrent loops for SECONDS; appends per second. */
-async function rate(append: () => Promise<void>): Promise<number> {
+async function rate(append: () => Promise<unknown>): Promise<number> {
   const end = performance.now() + SECONDS * 1000;
   let count = 0;
   await Promise.all(Array.from({ length: CALLERS }, async () => {
@@ -93,7 +96,8 @@ export async function measureSync(): Promise<string> {
       );
       floorFile.close();
       for (const make of [createSerialAppender, createGroupAppender]) {
-        const appender = make({ file: slowed(await open(), extra), id: "", endsMidLine: false });
+        const opened = { file: slowed(await open(), extra), id: "", endsMidLine: false, size: 0 };
+        const appender = make(trackFile(opened));
         results.push(await rate(() => appender.append(TEXT)));
         await appender.close();
       }

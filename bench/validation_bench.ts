@@ -1,6 +1,7 @@
 /** Micro-benchmarks of the body's way through validation (`deno bench`). */
 import { bodyKind } from "../lib/contact.ts";
-import { decodeJson, parseSubmission } from "../lib/submission.ts";
+import { decodeJson } from "../lib/json.ts";
+import { parseSubmission } from "../lib/submission.ts";
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const VALID = encode({
@@ -18,7 +19,7 @@ const INVALID = encode({ name: "Ann", message: "   " });
 
 function validate(bytes: Uint8Array) {
   const decoded = decodeJson(bytes);
-  return "ok" in decoded ? parseSubmission(decoded.value) : decoded;
+  return decoded.ok ? parseSubmission(decoded.value) : decoded;
 }
 
 Deno.bench(

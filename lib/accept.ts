@@ -5,10 +5,10 @@
  */
 import type { Answers } from "./answer.ts";
 import { formatRecord } from "./backup.ts";
-import type { ContactDeps } from "./contact.ts";
 import { describeError, type Logger } from "./log.ts";
+import { outcome } from "./log_tally.ts";
 import { formatNotification } from "./notification.ts";
-import type { DeliveryResult } from "./telegram.ts";
+import type { Deliver, DeliveryResult } from "./telegram.ts";
 
 /** What {@linkcode accept} records and sends, already validated. */
 export interface Accepted {
@@ -21,12 +21,23 @@ export interface Accepted {
   readonly ts: string;
 }
 
+/** What {@linkcode accept} touches outside itself. */
+export interface AcceptDeps {
+  /** Sends the notification text; `undefined` while the messenger is not configured. */
+  readonly deliver: Deliver | undefined;
+  /** Appends one whole line to the backup file, synced. */
+  readonly append: (line: string) => Promise<unknown>;
+  readonly log: Logger;
+  /** Told whether the last backup write worked (health reports it). */
+  readonly onStorage: (ok: boolean) => void;
+}
+
 /**
  * Notifies, then records (even when the notification failed: nothing is lost), then answers:
  * success only if the message reached the owner; otherwise the failure, `500` if neither worked.
  */
 export async function accept(
-  deps: Pick<ContactDeps, "deliver" | "append" | "log" | "onStorage">,
+  deps: AcceptDeps,
   answer: Answers,
   fields: Accepted,
 ): Promise<Response> {
@@ -75,9 +86,4 @@ export async function accept(
   const code = deps.deliver === undefined ? "not_configured" : "delivery_failed";
   outcome(deps.log, code === "not_configured" ? 503 : 502, code);
   return answer.error(code);
-}
-
-/** Logs how a request ended (main.ts tallies the refusals instead of writing a line each). */
-export function outcome(log: Logger, status: number, result: string): void {
-  log("info", { event: "contact", status, result });
 }

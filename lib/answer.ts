@@ -4,15 +4,14 @@
  *
  * @module
  */
+import { type ErrorCode, ERRORS } from "./errors.ts";
 import {
-  type ErrorCode,
   errorResponse,
   type ErrorResponseOptions,
-  ERRORS,
   jsonTextResponse,
   NO_HEADERS,
   textResponse,
-} from "./errors.ts";
+} from "./responses.ts";
 import { withErrorCode } from "./redirect.ts";
 
 /** The two kinds of answer the contact pipeline gives. */

@@ -6,10 +6,7 @@
  *
  * @module
  */
-import type { DeliveryResult } from "./telegram.ts";
-
-/** Sends a notification text. */
-export type Deliver = (text: string) => Promise<DeliveryResult>;
+import type { Deliver } from "./telegram.ts";
 
 /**
  * Wraps `deliver`. A failed delivery that carries `retryAfterSeconds` opens a window of that

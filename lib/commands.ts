@@ -10,7 +10,8 @@ import { formatTimestamp } from "./backup.ts";
 import { type Config, ConfigError, parseConfig } from "./config.ts";
 import { type NeededPermission, netAddress, permissionGaps } from "./permissions.ts";
 import type { Settings } from "./settings.ts";
-import { type BotApiOptions, callBotApi, isRecord, sendNotification } from "./telegram.ts";
+import { isRecord } from "./json.ts";
+import { type BotApiOptions, callBotApi, sendNotification } from "./telegram.ts";
 
 /** What the commands need from the outside world. */
 export interface CommandIo {

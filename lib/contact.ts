@@ -4,31 +4,25 @@
  * @module
  */
 import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
-import { accept, outcome } from "./accept.ts";
-import { type Appender, formatTimestamp } from "./backup.ts";
+import { accept, type AcceptDeps } from "./accept.ts";
+import { formatTimestamp } from "./backup.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
 import { clientAddress } from "./client_address.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { parseFormPost } from "./form_post.ts";
 import type { Cidr } from "./ip.ts";
 import { describeError, type Logger } from "./log.ts";
+import { outcome } from "./log_tally.ts";
 import { type RateLimiter, rateLimitKey } from "./rate_limit.ts";
-import { decodeJson, parseSubmission, type SubmissionResult } from "./submission.ts";
-import type { DeliveryResult } from "./telegram.ts";
+import { decodeJson } from "./json.ts";
+import { parseSubmission, type SubmissionResult } from "./submission.ts";
 
 /** Everything the contact pipeline touches outside itself. */
-export interface ContactDeps {
+export interface ContactDeps extends AcceptDeps {
   /** The clock, in milliseconds since the epoch (`Date.now`); read once per request. */
   readonly now: () => number;
   readonly trustedProxies: readonly Cidr[];
   readonly limiter: RateLimiter;
-  /** Sends the notification text; `undefined` while the messenger is not configured. */
-  readonly deliver: ((text: string) => Promise<DeliveryResult>) | undefined;
-  /** Appends one whole line to the backup file, synced. */
-  readonly append: Appender["append"];
-  readonly log: Logger;
-  /** Told whether the last backup write worked (health reports it). */
-  readonly onStorage: (ok: boolean) => void;
   /** `ALLOWED_ORIGINS`; empty means no CORS and no `Origin` check. */
   readonly allowedOrigins: readonly string[];
   /**
@@ -117,7 +111,7 @@ function withinBody(
     return answer.error("request_timeout", { headers: { connection: "close" } });
   }
   if (!body.ok) {
-    outcome(deps.log, 413, "too_large");
+    outcome(deps.log, 413, "payload_too_large");
     return answer.error("payload_too_large", { headers: { connection: "close" } });
   }
   if (kind === undefined) {
@@ -133,7 +127,7 @@ function withinBody(
     parsed = post.result;
   } else {
     const decoded = decodeJson(body.bytes);
-    parsed = "ok" in decoded ? parseSubmission(decoded.value) : decoded;
+    parsed = decoded.ok ? parseSubmission(decoded.value) : { kind: "invalid", code: decoded.code };
   }
   if (parsed.kind === "honeypot") {
     outcome(deps.log, 200, "honeypot");

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { errorResponse, NO_HEADERS } from "./errors.ts";
+import { errorResponse, NO_HEADERS } from "./responses.ts";
 
 /** What a request's `Origin` header means for it. */
 export type OriginCheck =

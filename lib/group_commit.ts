@@ -1,27 +1,37 @@
 /**
- * Group commit for the backup file: lines that arrive while a write + sync is in flight are
- * queued, then written together with one write and covered by one sync. Contract: a caller is
- * answered only after the sync that covers its line, a failed write or sync rejects every caller
- * of that batch, lines are whole and keep their order, and a rotated file is reopened (see
- * {@linkcode trackFile}).
+ * Group commit: lines that arrive while a write + sync is in flight are queued, then written
+ * together with one write and covered by one sync. Contract: a caller is answered only after the
+ * sync that covers its line, each caller by whether its own line is whole on disk and synced
+ * (a write that fails half-way still answers the lines before the failure), and lines are whole
+ * and keep their order.
  *
  * @module
  */
-import { type Appender, type FileSource, type OpenedFile, trackFile } from "./backup.ts";
+import type { TrackedFile } from "./tracked_file.ts";
+
+/** Appends whole lines to a file and syncs them; writes never interleave. */
+export interface Appender {
+  /**
+   * Resolves with the line's file offset once it is written whole and synced to disk; rejects
+   * if it was not.
+   */
+  append(line: string): Promise<number>;
+  /** Waits for pending appends, then closes the file. */
+  close(): Promise<void>;
+}
 
 interface Pending {
   readonly line: string;
-  readonly resolve: () => void;
+  readonly resolve: (offset: number) => void;
   readonly reject: (error: unknown) => void;
 }
 
 /**
- * Builds an appender that batches concurrent lines. With one caller at a time it does one
- * write and one sync per line; under load, one sync serves every line queued while the previous
- * one ran.
+ * Builds an appender that batches concurrent lines onto `file`. With one caller at a time it
+ * does one write and one sync per line; under load, one sync serves every line queued while
+ * the previous one ran.
  */
-export function createGroupAppender(opened: OpenedFile, source?: FileSource): Appender {
-  const tracked = trackFile(opened, source);
+export function createGroupAppender(file: TrackedFile): Appender {
   let queue: Pending[] = [];
   let running: Promise<void> | undefined;
 
@@ -32,27 +42,26 @@ export function createGroupAppender(opened: OpenedFile, source?: FileSource): Ap
       await undefined;
       const batch = queue;
       queue = [];
-      try {
-        await tracked.writeSynced(batch.map((pending) => pending.line).join(""));
-      } catch (error) {
-        for (const pending of batch) pending.reject(error);
-        continue;
-      }
-      for (const pending of batch) pending.resolve();
+      const { offsets, error } = await file.writeLines(batch.map((pending) => pending.line));
+      batch.forEach((pending, i) => {
+        const offset = offsets[i];
+        if (offset === undefined) pending.reject(error);
+        else pending.resolve(offset);
+      });
     }
     running = undefined;
   };
 
   return {
     append(line) {
-      return new Promise<void>((resolve, reject) => {
+      return new Promise<number>((resolve, reject) => {
         queue.push({ line, resolve, reject });
         running ??= drain();
       });
     },
     async close() {
       await running;
-      tracked.close();
+      file.close();
     },
   };
 }

@@ -7,7 +7,7 @@ import { type ContactDeps, handleContact, internalError, type PeerInfo } from ".
 import { BODY_TIMEOUT_MS } from "./body.ts";
 import { preflightResponse } from "./cors.ts";
 import { sharedDeadline } from "./deadline.ts";
-import { errorResponse, jsonResponse, NO_STORE } from "./errors.ts";
+import { errorResponse, jsonResponse, NO_STORE } from "./responses.ts";
 import { examplePageResponse } from "./example_page.ts";
 
 /** The dependencies of the whole HTTP surface. */

@@ -47,3 +47,8 @@ export function tallyRefusals(log: Logger): TallyLogger {
     },
   };
 }
+
+/** Logs how a request ended, as a `contact` line (tallied when it is a refusal). */
+export function outcome(log: Logger, status: number, result: string): void {
+  log("info", { event: "contact", status, result });
+}

@@ -4,6 +4,7 @@
  * @module
  */
 import type { ErrorCode } from "./errors.ts";
+import { isRecord } from "./json.ts";
 
 /** Limits in Unicode code points, as the reference deployment counts characters. */
 export const LIMITS = { name: 200, contact: 200, message: 4000 } as const;
@@ -32,34 +33,9 @@ export type SubmissionResult =
   | { readonly kind: "honeypot" }
   | Invalid;
 
-// Deno's lossy decoder is three times faster than its fatal one; invalid input always leaves a
-// U+FFFD behind, so only text containing one is decoded again, strictly, to tell the two apart.
-const lossy = new TextDecoder("utf-8");
-const strict = new TextDecoder("utf-8", { fatal: true });
-
-/** Decodes UTF-8 (strictly) and parses JSON; never throws. */
-export function decodeJson(
-  bytes: Uint8Array,
-): { readonly ok: true; readonly value: unknown } | Invalid {
-  let text = lossy.decode(bytes);
-  if (text.includes("\uFFFD")) {
-    try {
-      text = strict.decode(bytes);
-    } catch {
-      return { kind: "invalid", code: "invalid_encoding" };
-    }
-  }
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    // Also covers RangeError from absurd nesting: a 400, not a crash.
-    return { kind: "invalid", code: "invalid_json" };
-  }
-}
-
 /** True when the honeypot `website` holds anything but null or a blank string. */
 export function isHoneypotHit(value: unknown): boolean {
-  if (!isPlainObject(value) || !Object.hasOwn(value, "website")) return false;
+  if (!isRecord(value) || !Object.hasOwn(value, "website")) return false;
   const website = value.website;
   if (website === null || website === undefined) return false;
   return typeof website !== "string" || website.trim() !== "";
@@ -70,7 +46,7 @@ export function isHoneypotHit(value: unknown): boolean {
  * Absent or null fields are empty; unknown fields are ignored.
  */
 export function parseSubmission(value: unknown): SubmissionResult {
-  if (!isPlainObject(value)) return { kind: "invalid", code: "invalid_body" };
+  if (!isRecord(value)) return { kind: "invalid", code: "invalid_body" };
   // The honeypot comes first: a bot with over-long fields still sees success.
   if (isHoneypotHit(value)) return { kind: "honeypot" };
 
@@ -79,7 +55,12 @@ export function parseSubmission(value: unknown): SubmissionResult {
     const raw = Object.hasOwn(value, field) ? value[field] : undefined;
     if (raw === undefined || raw === null) continue;
     if (typeof raw !== "string") {
-      return { kind: "invalid", code: "field_type", field, message: `${field} must be a string.` };
+      return {
+        kind: "invalid",
+        code: "field_type",
+        field,
+        message: `${field} must be a string or null.`,
+      };
     }
     const cleaned = field === "message" ? cleanMultiLine(raw) : cleanSingleLine(raw);
     // A string has at least as many UTF-16 units as code points: count only when it could be over.
@@ -147,8 +128,4 @@ function isPrintableAscii(text: string, multiLine: boolean): boolean {
     if ((c < 0x20 || c > 0x7e) && !(multiLine && (c === 0x0a || c === 0x09))) return false;
   }
   return true;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -7,6 +7,7 @@
  */
 
 import { splitText } from "./notification.ts";
+import { isRecord } from "./json.ts";
 import { redact } from "./redact.ts";
 
 /** How to reach the Bot API and which chat to notify. */
@@ -62,6 +63,9 @@ export type DeliveryResult =
     /** Flood control asked for a longer wait than we take in place. */
     readonly retryAfterSeconds?: number;
   };
+
+/** Sends a notification text. */
+export type Deliver = (text: string) => Promise<DeliveryResult>;
 
 /**
  * Sends `text`, split by {@linkcode splitText}, as `sendMessage` calls in
@@ -249,9 +253,4 @@ function oneLine(text: string, max: number): string {
   if (flat.length <= max) return flat;
   // Drop a high surrogate the cut would leave without its partner.
   return `${flat.slice(0, max - 1).replace(/[\uD800-\uDBFF]$/, "")}…`;
-}
-
-/** True for a JSON object (not null, not an array): what a Bot API reply's parts should be. */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

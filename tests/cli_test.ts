@@ -110,17 +110,6 @@ Deno.test("--help lists every command and every setting with its default", async
   assert.match(text, /--version/);
 });
 
-Deno.test("--version prints the version from deno.json, the one place it is kept", async () => {
-  const { version } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
-  assert.match(version, /^\d+\.\d+\.\d+$/);
-  const main = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", `${ROOT}main.ts`, "--version"],
-    stdin: "null",
-  }).output();
-  assert.equal(main.code, 0);
-  assert.equal(new TextDecoder().decode(main.stdout), `contactd ${version}\n`);
-});
-
 Deno.test("the README documents every command and the binary's env-file option", async () => {
   const readme = await Deno.readTextFile(`${ROOT}README.md`);
   for (const command of Object.keys(COMMANDS)) {

@@ -4,7 +4,12 @@
 import assert from "node:assert/strict";
 import { type CliIo, runCli } from "../lib/cli.ts";
 import type { Settings } from "../lib/settings.ts";
-import { apiError, chatMigrated, type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
+import {
+  apiError,
+  chatMigrated,
+  type FakeBotApi,
+  startFakeBotApi,
+} from "./support/fake_bot_api.ts";
 
 const TOKEN = "424242:AAE_secret-token-value";
 const CHAT_ID = -1001234567890;

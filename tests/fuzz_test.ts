@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { ERRORS } from "../lib/errors.ts";
-import { fakeHandler, PROXY } from "./fake_handler.ts";
-import { mulberry32 as prng } from "./random.ts";
+import { fakeHandler, PROXY } from "./support/fake_handler.ts";
+import { mulberry32 as prng } from "./support/random.ts";
 
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? 20261122) >>> 0;
 const RUNS = 4000;

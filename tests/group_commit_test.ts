@@ -1,9 +1,21 @@
 import assert from "node:assert/strict";
-import type { WritableFile } from "../lib/backup.ts";
 import { createGroupAppender as createOn } from "../lib/group_commit.ts";
+import {
+  type FileSource,
+  type OpenedFile,
+  trackFile,
+  type WritableFile,
+} from "../lib/tracked_file.ts";
+
+const opened = (file: WritableFile, id = ""): OpenedFile => ({
+  file,
+  id,
+  endsMidLine: false,
+  size: 0,
+});
 
 /** A group appender on `file`, without a path to watch for rotation. */
-const createGroupAppender = (file: WritableFile) => createOn({ file, id: "", endsMidLine: false });
+const createGroupAppender = (file: WritableFile) => createOn(trackFile(opened(file)));
 
 /** A file whose syncs wait until the test releases (or fails) them, one by one. */
 function heldFile(options: { shortWrites?: boolean; failWriteAfter?: number } = {}) {
@@ -38,7 +50,7 @@ function heldFile(options: { shortWrites?: boolean; failWriteAfter?: number } = 
 /** Lets queued microtasks and short awaits run. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-function tracked(promise: Promise<void>) {
+function tracked(promise: Promise<unknown>) {
   const state = { done: false, error: undefined as unknown };
   promise.then(() => (state.done = true), (error) => (state.error = error));
   return state;
@@ -144,10 +156,11 @@ Deno.test("group commit writes the next batch to a fresh file once the path was 
   const first = heldFile();
   const second = heldFile();
   let id = "old";
-  const appender = createOn({ file: first.file, id: "old", endsMidLine: false }, {
+  const source: FileSource = {
     identify: () => Promise.resolve(id),
-    open: () => Promise.resolve({ file: second.file, id: "new", endsMidLine: false }),
-  });
+    open: () => Promise.resolve(opened(second.file, "new")),
+  };
+  const appender = createOn(trackFile(opened(first.file, "old"), source));
   const a = tracked(appender.append("a\n"));
   await settle();
   first.syncs[0]!.release();
@@ -161,4 +174,51 @@ Deno.test("group commit writes the next batch to a fresh file once the path was 
   assert.deepEqual(first.written, ["a\n"]);
   assert.deepEqual(second.written, ["b\n"]);
   assert.deepEqual(first.events.at(-1), "close");
+});
+
+Deno.test("group commit answers each caller of a half-written batch by its own line: whole ones succeed", async () => {
+  // "a\n" goes alone; then b, c and d share a write that the disk cuts off inside d.
+  const { file, written, syncs, events } = heldFile({ failWriteAfter: 2 + 3 + 3 + 1 });
+  const appender = createGroupAppender(file);
+  const a = tracked(appender.append("a\n"));
+  await settle();
+  const b = tracked(appender.append("bb\n"));
+  const c = tracked(appender.append("cc\n"));
+  const d = tracked(appender.append("dddd\n"));
+  syncs[0]!.release();
+  await settle();
+  // The whole lines b and c are synced before anyone is answered.
+  assert.deepEqual(events, ["write", "sync", "write", "sync"]);
+  assert.deepEqual([b.done, c.done, d.done], [false, false, false]);
+  syncs[1]!.release();
+  await settle();
+  assert.deepEqual([a.done, b.done, c.done], [true, true, true]);
+  assert.equal((d.error as Error).message, "ENOSPC");
+  assert.equal(written.join(""), "a\nbb\ncc\nd");
+});
+
+Deno.test("group commit fails every caller of a half-written batch whose sync failed", async () => {
+  const { file, syncs } = heldFile({ failWriteAfter: 3 }); // "bb\n" fits, "cc\n" does not
+  const appender = createGroupAppender(file);
+  const b = tracked(appender.append("bb\n"));
+  const c = tracked(appender.append("cc\n"));
+  await settle();
+  syncs[0]!.fail(new Error("EIO"));
+  await settle();
+  assert.equal((b.error as Error).message, "EIO");
+  assert.equal((c.error as Error).message, "EIO");
+});
+
+Deno.test("group commit resolves each line with its file offset, after a torn last line too", async () => {
+  const { file, syncs } = heldFile();
+  // The file is 10 bytes long and ends mid-line: the batch starts with the fragment's newline.
+  const appender = createOn(trackFile({ file, id: "", endsMidLine: true, size: 10 }));
+  const offsets = Promise.all([appender.append("ab\n"), appender.append("é\n")]);
+  await settle();
+  syncs[0]!.release();
+  assert.deepEqual(await offsets, [11, 14]); // "é" is two bytes
+  const next = appender.append("x\n");
+  await settle();
+  syncs[1]!.release();
+  assert.equal(await next, 17);
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PEER, post, postForm, setup } from "./handler_setup.ts";
+import { PEER, post, postForm, setup } from "./support/handler_setup.ts";
 
 Deno.test("POST /api/contact notifies, stores one record, then answers 200 {ok:true}", async () => {
   const { state, handler } = setup();

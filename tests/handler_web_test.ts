@@ -2,7 +2,7 @@
  * The web-page side of the handler: no-JavaScript form posts, other origins, the example page.
  */
 import assert from "node:assert/strict";
-import { PEER, post, postForm, setup } from "./handler_setup.ts";
+import { PEER, post, postForm, setup } from "./support/handler_setup.ts";
 
 const SITE = "https://site.example";
 

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { ERRORS } from "../lib/errors.ts";
-import { fakeHandler, PROXY } from "./fake_handler.ts";
+import { fakeHandler, PROXY } from "./support/fake_handler.ts";
 
 const enc = (text: string) => new TextEncoder().encode(text);
 const bytes = (...values: number[]) => new Uint8Array(values);

@@ -7,7 +7,7 @@ import {
   parseCidr,
   parseIp,
 } from "../lib/ip.ts";
-import { mulberry32 as random } from "./random.ts";
+import { mulberry32 as random } from "./support/random.ts";
 
 function canonical(text: string): string | null {
   const ip = parseIp(text);

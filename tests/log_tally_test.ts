@@ -54,7 +54,7 @@ Deno.test("isRefusal: honeypot hits, 400, 413, 415 and 429 only", () => {
     isRefusal({ event: "contact", status: 403, result: "origin_not_allowed", origin: "x" }),
     false,
   );
-  assert.equal(isRefusal({ event: "contact", status: 413, result: "too_large" }), true);
+  assert.equal(isRefusal({ event: "contact", status: 413, result: "payload_too_large" }), true);
   assert.equal(
     isRefusal({ event: "contact", status: 415, result: "unsupported_media_type" }),
     true,

@@ -5,7 +5,7 @@ import {
   type RateLimiterOptions,
   rateLimitKey,
 } from "../lib/rate_limit.ts";
-import { mulberry32 as random } from "./random.ts";
+import { mulberry32 as random } from "./support/random.ts";
 
 const WINDOW = 60_000;
 

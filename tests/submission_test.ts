@@ -3,12 +3,11 @@ import {
   cleanMultiLine,
   cleanSingleLine,
   codePointLength,
-  decodeJson,
   isHoneypotHit,
   LIMITS,
   parseSubmission,
 } from "../lib/submission.ts";
-import { mulberry32 } from "./random.ts";
+import { mulberry32 } from "./support/random.ts";
 
 const EMOJI = "\u{1F600}"; // one code point, two UTF-16 units
 
@@ -124,49 +123,10 @@ Deno.test("parseSubmission answers a honeypot hit before validating fields", () 
   });
 });
 
-Deno.test("decodeJson refuses invalid UTF-8, invalid JSON and survives absurd nesting", () => {
-  const encode = (text: string) => new TextEncoder().encode(text);
-  assert.deepEqual(decodeJson(new Uint8Array([0x7b, 0xff, 0x7d])), {
-    kind: "invalid",
-    code: "invalid_encoding",
-  });
-  for (const text of ["", "{", "{'a':1}", '{"a":1,}', "NaN", "\uFEFF{}x"]) {
-    assert.deepEqual(decodeJson(encode(text)), { kind: "invalid", code: "invalid_json" }, text);
-  }
-  const deep = decodeJson(encode("[".repeat(10_000) + "]".repeat(10_000)));
-  assert.ok("ok" in deep);
-  const unclosed = decodeJson(encode("[".repeat(16_000)));
-  assert.deepEqual(unclosed, { kind: "invalid", code: "invalid_json" });
-});
-
-Deno.test("decodeJson keeps the last of duplicate keys, like JSON.parse", () => {
-  const result = decodeJson(new TextEncoder().encode('{"message":"a","message":"b"}'));
-  assert.ok("ok" in result);
-  assert.deepEqual(result.value, { message: "b" });
-});
-
 Deno.test("codePointLength counts astral characters once and lone surrogates once", () => {
   assert.equal(codePointLength(EMOJI.repeat(3)), 3);
   assert.equal(codePointLength("a\uD800"), 2);
   assert.equal(codePointLength(""), 0);
-});
-
-Deno.test("decodeJson keeps a real U+FFFD and refuses every invalid sequence that decodes to one", () => {
-  const encode = (text: string) => new TextEncoder().encode(text);
-  assert.deepEqual(decodeJson(encode('{"message":"a\uFFFDb"}')), {
-    ok: true,
-    value: { message: "a\uFFFDb" },
-  });
-  const invalid = [
-    [0xf0, 0x9f, 0x98], // a truncated 4-byte sequence: one U+FFFD for three bytes
-    [0xed, 0xa0, 0x80], // an encoded surrogate
-    [0xc0, 0xaf], // overlong
-    [0xff],
-  ];
-  for (const bytes of invalid) {
-    const body = new Uint8Array([...encode('{"message":"'), ...bytes, ...encode('"}')]);
-    assert.deepEqual(decodeJson(body), { kind: "invalid", code: "invalid_encoding" }, `${bytes}`);
-  }
 });
 
 Deno.test("the printable-ASCII shortcut cleans exactly as the full cleaning does", () => {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { errorResponse, ERRORS, jsonResponse, NO_STORE } from "../lib/errors.ts";
+import { ERRORS } from "../lib/errors.ts";
+import { errorResponse, jsonResponse, NO_STORE } from "../lib/responses.ts";
 
 Deno.test("jsonResponse answers repeat whole: each copy has its own body and headers", async () => {
   const first = jsonResponse(200, { ok: true });

@@ -4,13 +4,13 @@
  * nginx saw can be told apart from nginx's own, 127.0.0.1.
  */
 import assert from "node:assert/strict";
-import { ERRORS } from "../lib/errors.ts";
-import { startFakeBotApi } from "./fake_bot_api.ts";
-import { type RawResponse, request } from "./raw_http.ts";
-import { CHAT_ID, freePort, startService, TOKEN } from "./service.ts";
-import { requireTool, skipWithout } from "./tools.ts";
+import { ERRORS } from "../../lib/errors.ts";
+import { startFakeBotApi } from "../support/fake_bot_api.ts";
+import { type RawResponse, request } from "../support/raw_http.ts";
+import { CHAT_ID, freePort, startService, TOKEN } from "../support/service.ts";
+import { requireTool, skipWithout } from "../support/tools.ts";
 
-const EXAMPLE = new URL("../examples/nginx.conf", import.meta.url).pathname;
+const EXAMPLE = new URL("../../examples/nginx.conf", import.meta.url).pathname;
 
 /** examples/nginx.conf with the deployment's paths and ports replaced by the test's. */
 function substitute(example: string, nginxPort: number, servicePort: number, dir: string) {

@@ -5,7 +5,7 @@
  * recovers. Also: rotation, kill -9 during a burst, and a torn last line across restarts.
  */
 import assert from "node:assert/strict";
-import { apiError } from "./fake_bot_api.ts";
+import { apiError } from "../support/fake_bot_api.ts";
 import {
   CHAT_ID,
   isRoot,
@@ -14,8 +14,8 @@ import {
   startService,
   TOKEN,
   withService,
-} from "./service.ts";
-import { startFakeBotApi } from "./fake_bot_api.ts";
+} from "../support/service.ts";
+import { startFakeBotApi } from "../support/fake_bot_api.ts";
 
 async function health(service: Service): Promise<unknown> {
   return await (await fetch(`${service.url}/api/health`)).json();

@@ -5,13 +5,13 @@
  * deployment's layout (working directory = systemd StateDirectory, env file elsewhere).
  */
 import assert from "node:assert/strict";
-import { parseConfig } from "../lib/config.ts";
-import { DEFAULT_ENV_FILE, OUTPUT } from "../lib/compile.ts";
-import { serviceFlags } from "../lib/permissions.ts";
-import { startFakeBotApi } from "./fake_bot_api.ts";
-import { baseEnv, freePort, TOKEN } from "./service.ts";
+import { parseConfig } from "../../lib/config.ts";
+import { DEFAULT_ENV_FILE, OUTPUT } from "../../tasks/compile.ts";
+import { serviceFlags } from "../../lib/permissions.ts";
+import { startFakeBotApi } from "../support/fake_bot_api.ts";
+import { baseEnv, freePort, TOKEN } from "../support/service.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
 const CHAT_ID = 4242;
 
 /** Runs the real `deno task compile --print` with `buildEnv`; returns the `deno` arguments. */
@@ -149,7 +149,7 @@ Deno.test("with the binary's flags the service delivers and records, and everyth
       args: [
         "run",
         ...flags,
-        `${ROOT}tests/fixtures/permission_probe.ts`,
+        `${ROOT}tests/support/permission_probe.ts`,
         envFile,
         `${fake.url}/`,
         `http://127.0.0.1:${other.addr.port}/`,

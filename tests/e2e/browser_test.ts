@@ -4,13 +4,13 @@
  * what a visitor would read. Screenshots go to `test-output/browser/` (git-ignored).
  */
 import assert from "node:assert/strict";
-import { apiError, type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
-import { type Browser, browserInstalled, launchBrowser, type Page } from "./browser.ts";
-import { type Service, startService } from "./service.ts";
+import { apiError, type FakeBotApi, startFakeBotApi } from "../support/fake_bot_api.ts";
+import { type Browser, browserInstalled, launchBrowser, type Page } from "../support/browser.ts";
+import { type Service, startService } from "../support/service.ts";
 
 const TOKEN = "123456789:AAE_browser-test-token";
 const CHAT_ID = 4242;
-const OUTPUT = new URL("../test-output/browser/", import.meta.url).pathname;
+const OUTPUT = new URL("../../test-output/browser/", import.meta.url).pathname;
 const STATUS = "#contactd-status";
 /** The status once an answer is shown; while sending it has no class. */
 const DONE = `${STATUS}.ok, ${STATUS}.error`;
@@ -268,7 +268,7 @@ browserTest(
 
 /** A static site on its own origin serving the example with `action` pointing at contactd. */
 function startStaticSite(contactUrl: string) {
-  const page = Deno.readTextFileSync(new URL("../examples/contact.html", import.meta.url))
+  const page = Deno.readTextFileSync(new URL("../../examples/contact.html", import.meta.url))
     .replace('action="/api/contact"', `action="${contactUrl}/api/contact"`);
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },

@@ -3,15 +3,15 @@
  *
  * @module
  */
-import { createHandler, type Handler } from "../lib/handler.ts";
-import { parseCidr } from "../lib/ip.ts";
-import type { LogFields, LogLevel } from "../lib/log.ts";
-import { RateLimiter } from "../lib/rate_limit.ts";
-import type { DeliveryResult } from "../lib/telegram.ts";
+import { createHandler, type Handler } from "../../lib/handler.ts";
+import { parseCidr } from "../../lib/ip.ts";
+import type { LogFields, LogLevel } from "../../lib/log.ts";
+import { RateLimiter } from "../../lib/rate_limit.ts";
+import type { Deliver } from "../../lib/telegram.ts";
 
 /** A handler with every dependency faked; the clock is a field tests move. */
 export function setup(options: {
-  deliver?: ((text: string) => Promise<DeliveryResult>) | "unconfigured";
+  deliver?: Deliver | "unconfigured";
   append?: (line: string) => Promise<void>;
   allowedOrigins?: readonly string[];
   examplePage?: Uint8Array;

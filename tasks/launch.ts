@@ -1,13 +1,14 @@
 /**
- * `deno task start`: reads `.env` and the environment (environment wins), validates them, and
- * runs `main.ts` in a child Deno with permissions no wider than this configuration needs.
+ * `deno task contactd [command]` (and `deno task start`, its `serve`): reads `.env` and the
+ * environment (environment wins), validates them, and runs `main.ts` with the given arguments in
+ * a child Deno (the one running this) with permissions no wider than this configuration needs.
  *
  * @module
  */
 import { parseEnv } from "node:util";
-import { ConfigError, parseConfig } from "./config.ts";
-import { serviceFlags } from "./permissions.ts";
-import { mergeSettings, readSettings } from "./settings.ts";
+import { ConfigError, parseConfig } from "../lib/config.ts";
+import { serviceFlags } from "../lib/permissions.ts";
+import { mergeSettings, readSettings } from "../lib/settings.ts";
 
 async function readDotEnv(path: string): Promise<Record<string, string | undefined>> {
   try {
@@ -18,7 +19,7 @@ async function readDotEnv(path: string): Promise<Record<string, string | undefin
   }
 }
 
-async function launch(): Promise<number> {
+async function launch(args: readonly string[]): Promise<number> {
   const fromProcess = readSettings((name) => Deno.env.get(name));
   const settings = mergeSettings(await readDotEnv(".env"), fromProcess);
 
@@ -33,9 +34,9 @@ async function launch(): Promise<number> {
   }
 
   const main = new URL("../main.ts", import.meta.url).href;
-  // "deno" from PATH, matching the task's --allow-run=deno (npx puts its deno on PATH too).
-  const child = new Deno.Command("deno", {
-    args: ["run", ...flags, main],
+  // The Deno running this launcher, the one binary the task's --allow-run names.
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...flags, main, ...args],
     env: settings,
     stdin: "null",
   }).spawn();
@@ -46,4 +47,4 @@ async function launch(): Promise<number> {
   return (await child.status).code;
 }
 
-if (import.meta.main) Deno.exit(await launch());
+if (import.meta.main) Deno.exit(await launch(Deno.args));

@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { ConfigError, parseConfig } from "./config.ts";
-import { serviceFlags } from "./permissions.ts";
+import { ConfigError, parseConfig } from "../lib/config.ts";
+import { serviceFlags } from "../lib/permissions.ts";
 
 /** Settings that decide the binary's permissions, read from the build environment. */
 const BUILD_SETTINGS = ["HOST", "PORT", "MESSENGER_API_URL", "MESSAGES_FILE"] as const;
@@ -63,9 +63,9 @@ async function compile(): Promise<number> {
     return 0;
   }
   console.error(`compile: deno ${args.join(" ")}`);
-  // "deno" from PATH, matching the task's --allow-run=deno. It inherits DENORT_BIN, which offline
-  // build hosts set to a denort binary of the same version instead of downloading one.
-  const child = new Deno.Command("deno", { args, stdin: "null" }).spawn();
+  // The Deno running this task, the one binary the task's --allow-run names. It inherits
+  // DENORT_BIN, which offline build hosts set to a denort binary of the same version.
+  const child = new Deno.Command(Deno.execPath(), { args, stdin: "null" }).spawn();
   return (await child.status).code;
 }
 

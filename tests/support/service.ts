@@ -5,8 +5,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { parseConfig } from "../lib/config.ts";
-import { serviceFlags } from "../lib/permissions.ts";
+import { parseConfig } from "../../lib/config.ts";
+import { serviceFlags } from "../../lib/permissions.ts";
 import { type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
 
 /** The bot token every end-to-end test configures; it must never show up anywhere. */
@@ -33,8 +33,8 @@ export interface Service {
   logs(): Array<Record<string, unknown>>;
 }
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
-const LIB = new URL("../lib/", import.meta.url).pathname;
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+const LIB = new URL("../../lib/", import.meta.url).pathname;
 /** The user an unprivileged service runs as when the tests run as root. */
 export const NOBODY = 65534;
 
@@ -214,7 +214,7 @@ export async function runToExit(settings: Record<string, string>, cwd?: string) 
 async function unprivilegedCommand(dir: string): Promise<{ cmd: string; pre: string[] }> {
   await Deno.mkdir(`${dir}/src/lib`, { recursive: true });
   await Deno.copyFile(MAIN, `${dir}/src/main.ts`);
-  await Deno.copyFile(new URL("../deno.json", import.meta.url), `${dir}/src/deno.json`);
+  await Deno.copyFile(new URL("../../deno.json", import.meta.url), `${dir}/src/deno.json`);
   for await (const entry of Deno.readDir(LIB)) {
     if (entry.isFile) await Deno.copyFile(`${LIB}${entry.name}`, `${dir}/src/lib/${entry.name}`);
   }

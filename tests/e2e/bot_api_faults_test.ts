@@ -12,8 +12,8 @@ import {
   htmlError,
   startCutOffServer,
   tooManyRequests,
-} from "./fake_bot_api.ts";
-import { assertNoTokenLeak, TOKEN, withService } from "./service.ts";
+} from "../support/fake_bot_api.ts";
+import { assertNoTokenLeak, TOKEN, withService } from "../support/service.ts";
 
 interface Fault {
   readonly name: string;

@@ -2,8 +2,15 @@
  * End to end: the real service process, the real HTTP stack, a fake Bot API on loopback.
  */
 import assert from "node:assert/strict";
-import { tooManyRequests } from "./fake_bot_api.ts";
-import { CHAT_ID, freePort, runToExit, startService, TOKEN, withService } from "./service.ts";
+import { tooManyRequests } from "../support/fake_bot_api.ts";
+import {
+  CHAT_ID,
+  freePort,
+  runToExit,
+  startService,
+  TOKEN,
+  withService,
+} from "../support/service.ts";
 
 Deno.test("e2e: a submission is delivered, recorded with mode 0600 and answered 200", async () => {
   await withService({}, async (service, fake) => {

@@ -2,9 +2,9 @@
  * systemd/contactd.service: sandbox score and `systemd-analyze verify`, offline.
  */
 import assert from "node:assert/strict";
-import { requireTool, skipWithout } from "./tools.ts";
+import { requireTool, skipWithout } from "../support/tools.ts";
 
-const UNIT = new URL("../systemd/contactd.service", import.meta.url).pathname;
+const UNIT = new URL("../../systemd/contactd.service", import.meta.url).pathname;
 const ignore = skipWithout("systemd-analyze");
 
 async function analyze(...args: string[]) {

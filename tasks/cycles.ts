@@ -1,0 +1,111 @@
+/**
+ * `deno task cycles`: fails when the project's modules import each other in a cycle (as
+ * denoland/std's `lint:circular` does). The graph comes from `deno info --json` over every
+ * TypeScript file of the project, type-only imports included.
+ *
+ * @module
+ */
+
+/** A module's local imports, by file URL. */
+export type Graph = ReadonlyMap<string, readonly string[]>;
+
+/** Every cycle of `graph` (Tarjan's strongly connected components of two or more, or a self-import). */
+export function findCycles(graph: Graph): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  let next = 0;
+
+  const visit = (node: string) => {
+    index.set(node, next);
+    low.set(node, next);
+    next++;
+    stack.push(node);
+    onStack.add(node);
+    for (const to of graph.get(node) ?? []) {
+      if (!index.has(to)) {
+        visit(to);
+        low.set(node, Math.min(low.get(node)!, low.get(to)!));
+      } else if (onStack.has(to)) {
+        low.set(node, Math.min(low.get(node)!, index.get(to)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1 || (graph.get(node) ?? []).includes(node)) {
+      cycles.push(component.reverse());
+    }
+  };
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) visit(node);
+  return cycles;
+}
+
+interface InfoModule {
+  readonly specifier: string;
+  readonly dependencies?: ReadonlyArray<{
+    readonly code?: { readonly specifier: string };
+    readonly type?: { readonly specifier: string };
+  }>;
+}
+
+/** The local import graph of `deno info --json` output. */
+export function graphOf(info: { readonly modules: readonly InfoModule[] }): Graph {
+  const graph = new Map<string, string[]>();
+  for (const module of info.modules) {
+    if (!module.specifier.startsWith("file:")) continue;
+    const targets = new Set<string>();
+    for (const dependency of module.dependencies ?? []) {
+      for (const target of [dependency.code?.specifier, dependency.type?.specifier]) {
+        if (target?.startsWith("file:") && !target.endsWith(".json")) targets.add(target);
+      }
+    }
+    graph.set(module.specifier, [...targets]);
+  }
+  return graph;
+}
+
+async function sources(root: URL): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (dir: URL) => {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.name === "dist") {
+        continue;
+      }
+      const url = new URL(entry.isDirectory ? `${entry.name}/` : entry.name, dir);
+      if (entry.isDirectory) await walk(url);
+      else if (entry.name.endsWith(".ts")) found.push(url.href);
+    }
+  };
+  await walk(root);
+  return found.sort();
+}
+
+async function main(): Promise<number> {
+  const root = new URL("../", import.meta.url);
+  const files = await sources(root);
+  // One graph for every file: a data: module importing them all is the root.
+  const entry = `data:application/typescript,${files.map((f) => `import "${f}";`).join("")}`;
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", entry],
+    stdin: "null",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) return 1;
+  const cycles = findCycles(graphOf(JSON.parse(new TextDecoder().decode(output.stdout))));
+  const relative = (url: string) => url.slice(root.href.length);
+  for (const cycle of cycles) {
+    console.error(`import cycle: ${[...cycle, cycle[0]!].map(relative).join(" -> ")}`);
+  }
+  if (cycles.length === 0) console.log(`no import cycles among ${files.length} modules`);
+  return cycles.length === 0 ? 0 : 1;
+}
+
+if (import.meta.main) Deno.exit(await main());
