@@ -6,23 +6,26 @@
  * @module
  */
 import { openBackupFile } from "./lib/backup.ts";
-import type { Appender } from "./lib/group_commit.ts";
-import { withBackoff } from "./lib/backoff.ts";
 import { runCli } from "./lib/cli.ts";
 import { ConfigError, parseConfig } from "./lib/config.ts";
+import { DeliveryQueue } from "./lib/delivery.ts";
 import { EXAMPLE_PAGE_URL } from "./lib/example_page.ts";
+import type { Appender } from "./lib/group_commit.ts";
 import { createHandler } from "./lib/handler.ts";
 import { createLogger, describeError, type Logger } from "./lib/log.ts";
 import { tallyRefusals } from "./lib/log_tally.ts";
-import { RateLimiter } from "./lib/rate_limit.ts";
+import { loadOutbox, openOutbox, type Outbox, outboxPath, readSubmissions } from "./lib/outbox.ts";
+import { Pacer } from "./lib/pacer.ts";
 import { type NeededPermission, permissionGaps } from "./lib/permissions.ts";
+import { RateLimiter } from "./lib/rate_limit.ts";
+import { recoverRecords } from "./lib/recovery.ts";
 import type { Settings } from "./lib/settings.ts";
-import { sendNotification } from "./lib/telegram.ts";
+import { newSubmissionId } from "./lib/submission_id.ts";
+import { sendMessage } from "./lib/telegram.ts";
 import denoJson from "./deno.json" with { type: "json" };
 
 const encoder = new TextEncoder();
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const granted = (permission: NeededPermission) =>
   Deno.permissions.querySync(permission).state === "granted";
 
@@ -51,24 +54,48 @@ async function serve(settings: Settings): Promise<number> {
   if (config.messenger === undefined) {
     log("warn", {
       event: "not_configured",
-      hint: "set MESSENGER_BOT_TOKEN and MESSENGER_CHAT_ID; submissions are stored, not delivered",
+      hint: "set MESSENGER_BOT_TOKEN and MESSENGER_CHAT_ID; submissions are stored and delivered " +
+        "once they are set",
     });
   }
 
+  const onLoose = (file: string) => (mode: number) =>
+    log("warn", {
+      event: "file_mode",
+      file,
+      mode: mode.toString(8),
+      hint: "chmod 600 it: it holds personal data",
+    });
+  const outboxFile = outboxPath(config.messagesFile);
+  let outbox: Outbox;
+  try {
+    outbox = await openOutbox(outboxFile, { onLoose: onLoose(outboxFile) });
+  } catch (error) {
+    log("error", { event: "outbox_open_failed", file: outboxFile, error: describeError(error) });
+    return 1;
+  }
   let backup: Appender;
   try {
-    backup = await openBackupFile(config.messagesFile, (mode) =>
-      log("warn", {
-        event: "backup_file_mode",
-        mode: mode.toString(8),
-        hint: "chmod 600 the backup file: it holds personal data",
-      }));
+    backup = await openBackupFile(config.messagesFile, onLoose(config.messagesFile));
   } catch (error) {
     log("error", {
       event: "backup_open_failed",
       file: config.messagesFile,
       error: describeError(error),
     });
+    await outbox.close();
+    return 1;
+  }
+  const closeFiles = async () => {
+    await outbox.close();
+    await backup.close();
+  };
+  try {
+    const recovered = await recoverRecords(outbox, (line) => backup.append(line), log);
+    log("info", { event: "outbox_loaded", pending: outbox.pendingCount, recovered });
+  } catch (error) {
+    log("error", { event: "recovery_failed", error: describeError(error) });
+    await closeFiles();
     return 1;
   }
 
@@ -79,7 +106,7 @@ async function serve(settings: Settings): Promise<number> {
       examplePage = await Deno.readFile(EXAMPLE_PAGE_URL);
     } catch (error) {
       log("error", { event: "example_read_failed", error: describeError(error) });
-      await backup.close();
+      await closeFiles();
       return 1;
     }
     log("info", { event: "serving_example", path: "/" });
@@ -89,19 +116,31 @@ async function serve(settings: Settings): Promise<number> {
   const tally = tallyRefusals(log);
   const summaries = setInterval(tally.flush, 10_000);
   Deno.unrefTimer(summaries);
+  const api = { apiUrl: config.apiUrl, timeoutMs: config.timeoutMs, fetch };
+  const queue = messenger === undefined ? undefined : new DeliveryQueue({
+    chatId: messenger.chatId,
+    send: (text) => sendMessage({ ...api, token: messenger.token }, messenger.chatId, text),
+    store: outbox,
+    pacer: new Pacer(),
+    clock: {
+      now: () => performance.now(),
+      wallNow: Date.now,
+      setTimer: (fn, ms) => setTimeout(fn, ms),
+      clearTimer: (handle) => clearTimeout(handle as number),
+    },
+    random: Math.random,
+    log: tally.log,
+    waitMs: config.deliveryWaitMs,
+    maxAgeMs: config.deliveryMaxAgeMs,
+  });
+  queue?.start();
   const handler = createHandler({
     now: Date.now,
     trustedProxies: config.trustedProxies,
     limiter: new RateLimiter({ limit: 5, windowMs: 60_000, maxEntries: 1_000_000 }),
-    deliver: messenger === undefined ? undefined : withBackoff((text) =>
-      sendNotification({
-        apiUrl: config.apiUrl,
-        token: messenger.token,
-        chatId: messenger.chatId,
-        timeoutMs: config.timeoutMs,
-        fetch,
-        sleep,
-      }, text), () => performance.now()),
+    outbox,
+    queue,
+    newId: () => newSubmissionId(),
     append: (line) => backup.append(line),
     log: tally.log,
     allowedOrigins: config.allowedOrigins,
@@ -121,13 +160,17 @@ async function serve(settings: Settings): Promise<number> {
     }, handler);
   } catch (error) {
     log("error", { event: "listen_failed", error: describeError(error) });
-    await backup.close();
+    queue?.close();
+    await closeFiles();
     return 1;
   }
 
   const stop = (signal: Deno.Signal) => {
     log("info", { event: "stopping", signal });
-    // shutdown() stops accepting and waits for in-flight requests (and their records).
+    // Waiting senders are answered now ("saved, will be delivered"): what is left stays in the
+    // outbox for the next start. shutdown() stops accepting and waits for in-flight requests
+    // (and their records).
+    queue?.close();
     server.shutdown();
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
@@ -137,9 +180,10 @@ async function serve(settings: Settings): Promise<number> {
   Deno.addSignalListener("SIGXFSZ", () => {});
 
   await server.finished;
+  queue?.close();
   clearInterval(summaries);
   tally.flush();
-  await backup.close();
+  await closeFiles();
   log("info", { event: "stopped" });
   return 0;
 }
@@ -155,8 +199,9 @@ if (import.meta.main) {
       env: (name) => Deno.env.get(name),
       readTextFile: (path) => Deno.readTextFile(path),
       fetch,
+      readOutbox: loadOutbox,
+      readSubmissions,
       now: () => new Date(),
-      sleep,
       granted,
       out: line(Deno.stdout),
       err: line(Deno.stderr),

@@ -1,14 +1,15 @@
 /**
- * A valid submission: the notification, then the record, then the honest answer.
+ * A valid submission: into the outbox (durable before anything can be lost), through the send
+ * queue (waiting at most `DELIVERY_WAIT_MS`), then the backup record and the honest answer.
  *
  * @module
  */
 import type { Answers } from "./answer.ts";
 import { formatRecord } from "./backup.ts";
+import type { DeliveryOutcome } from "./delivery.ts";
+import { type ErrorCode, ERRORS } from "./errors.ts";
 import { describeError, type Logger } from "./log.ts";
-import { outcome } from "./log_tally.ts";
-import { formatNotification } from "./notification.ts";
-import type { Deliver, DeliveryResult } from "./telegram.ts";
+import type { OutboxSubmission } from "./outbox.ts";
 
 /** What {@linkcode accept} records and sends, already validated. */
 export interface Accepted {
@@ -23,67 +24,85 @@ export interface Accepted {
 
 /** What {@linkcode accept} touches outside itself. */
 export interface AcceptDeps {
-  /** Sends the notification text; `undefined` while the messenger is not configured. */
-  readonly deliver: Deliver | undefined;
+  /** The outbox: `add` is synced before delivery starts; `recorded` notes the answer. */
+  readonly outbox: {
+    add(submission: OutboxSubmission): Promise<void>;
+    recorded(id: string, status: number | null): Promise<void>;
+  };
+  /** The send queue; `undefined` while the messenger is not configured. */
+  readonly queue:
+    | { submit(submission: OutboxSubmission, durable: boolean): Promise<DeliveryOutcome> }
+    | undefined;
   /** Appends one whole line to the backup file, synced. */
   readonly append: (line: string) => Promise<unknown>;
   readonly log: Logger;
-  /** Told whether the last backup write worked (health reports it). */
+  /** Told whether the last writes worked (health reports it). */
   readonly onStorage: (ok: boolean) => void;
+  /** A new submission id (lib/submission_id.ts). */
+  readonly newId: () => string;
 }
 
 /**
- * Notifies, then records (even when the notification failed: nothing is lost), then answers:
- * success only if the message reached the owner; otherwise the failure, `500` if neither worked.
+ * Stores the submission in the outbox, waits for its delivery (or for the queue to say it will
+ * come later), appends the backup record with what happened, and answers:
+ *
+ * | delivered | in the outbox | answer |
+ * | --- | --- | --- |
+ * | yes | either | `200` |
+ * | no | yes | `502 delivery_failed` (`503 not_configured`), `"stored": true`: it will be delivered |
+ * | no | no | `500 internal`: not accepted, send it again |
+ *
+ * A failed backup write is logged and turns health `ok:false`; it does not change the answer
+ * (the outbox holds the submission, and the next start writes its missing record).
  */
 export async function accept(
   deps: AcceptDeps,
   answer: Answers,
   fields: Accepted,
 ): Promise<Response> {
-  const { name, contact, message, ip, ts } = fields;
-  const delivery: DeliveryResult = deps.deliver === undefined
-    ? { ok: false, error: "not configured" }
-    : await deps.deliver(formatNotification({ name, contact, message, ip, ts }));
-  if (!delivery.ok && delivery.migrateToChatId !== undefined) {
-    deps.log("warn", {
-      event: "chat_migrated",
-      hint: "set MESSENGER_CHAT_ID to new_chat_id",
-      new_chat_id: delivery.migrateToChatId,
-    });
+  const { log } = deps;
+  const submission: OutboxSubmission = { id: deps.newId(), ...fields };
+  const { id } = submission;
+  let queued = true;
+  try {
+    await deps.outbox.add(submission);
+  } catch (error) {
+    queued = false;
+    log("error", { event: "outbox_write_failed", id, error: describeError(error) });
   }
 
-  const line = formatRecord({
-    ts,
-    name,
-    contact,
-    message,
-    ip,
-    messenger_ok: delivery.ok,
-    messenger_error: delivery.ok ? null : delivery.error,
-  });
+  const delivery: DeliveryOutcome = deps.queue === undefined
+    ? { ok: false, error: "not configured" }
+    : await deps.queue.submit(submission, queued);
+
   let stored = true;
   try {
-    await deps.append(line);
-    deps.onStorage(true);
+    await deps.append(formatRecord({
+      ...fields,
+      messenger_ok: delivery.ok,
+      messenger_error: delivery.ok ? null : delivery.error,
+    }));
   } catch (error) {
     stored = false;
-    deps.onStorage(false);
-    deps.log("error", { event: "backup_write_failed", error: describeError(error) });
+    log("error", { event: "backup_write_failed", id, error: describeError(error) });
   }
+  deps.onStorage(stored && queued);
 
-  if (delivery.ok) {
-    // Delivered: the sender's message reached the owner, so success is the truth even if the
-    // backup failed (logged above, and health turns ok:false until a write works again).
-    outcome(deps.log, 200, stored ? "delivered" : "delivered_not_stored");
-    return answer.success();
+  const code: ErrorCode | undefined = delivery.ok
+    ? undefined
+    : !queued
+    ? "internal"
+    : deps.queue === undefined
+    ? "not_configured"
+    : "delivery_failed";
+  const status = code === undefined ? 200 : ERRORS[code].status;
+  if (queued && stored) {
+    // Not awaited: the record is written; a crash before this note only repeats the record.
+    deps.outbox.recorded(id, status).catch((error) =>
+      log("error", { event: "outbox_write_failed", id, error: describeError(error) })
+    );
   }
-  deps.log("warn", { event: "delivery_failed", error: delivery.error });
-  if (!stored) {
-    outcome(deps.log, 500, "lost");
-    return answer.error("internal");
-  }
-  const code = deps.deliver === undefined ? "not_configured" : "delivery_failed";
-  outcome(deps.log, code === "not_configured" ? 503 : 502, code);
-  return answer.error(code);
+  const result = code === undefined ? (stored ? "delivered" : "delivered_not_stored") : code;
+  log("info", { event: "contact", status, result, id });
+  return code === undefined ? answer.success() : answer.error(code);
 }

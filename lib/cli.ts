@@ -7,7 +7,13 @@
 import { parseArgs as parseNodeArgs } from "node:util";
 import { parseEnv } from "node:util";
 import { DEFAULTS, SETTING_NAMES, type SettingName } from "./config.ts";
-import { chatIdCommand, checkCommand, type CommandIo, sendTestCommand } from "./commands.ts";
+import {
+  chatIdCommand,
+  checkCommand,
+  type CommandIo,
+  pendingCommand,
+  sendTestCommand,
+} from "./commands.ts";
 import { mergeSettings, readSettings, type Settings } from "./settings.ts";
 
 /** The commands, `serve` being the default. */
@@ -16,6 +22,7 @@ export const COMMANDS = {
   check: "validate the settings, call getMe, check the chat; exit 1 with the reason otherwise",
   "chat-id": "list the chats that wrote to the bot (id, type, name): finds MESSENGER_CHAT_ID",
   "send-test": "send one test notification to MESSENGER_CHAT_ID and report the result",
+  pending: "list undelivered messages (id, received, attempts, last error); --with-text adds them",
 } as const;
 
 /** One of {@linkcode COMMANDS}. */
@@ -31,6 +38,8 @@ const SETTING_HELP: Record<SettingName, string> = {
   MESSENGER_API_URL: "Bot API base URL",
   TRUSTED_PROXIES: 'addresses/CIDRs whose X-Real-IP/X-Forwarded-For are believed, or "none"',
   MESSENGER_TIMEOUT_MS: "time limit of one Bot API call, 100 to 120000 ms",
+  DELIVERY_WAIT_MS: "how long a sender waits for delivery before 502 'saved', 1000 to 30000 ms",
+  DELIVERY_MAX_AGE: "undelivered messages older than this are given up: 90m, 36h, 7d (1m-365d)",
   ALLOWED_ORIGINS: "origins (comma list) whose pages may post: CORS, Origin check, redirects",
   SERVE_EXAMPLE: "1 serves examples/contact.html at / for trying contactd out (not in the binary)",
 };
@@ -39,7 +48,13 @@ const SETTING_HELP: Record<SettingName, string> = {
 export type Invocation =
   | { readonly kind: "help" }
   | { readonly kind: "version" }
-  | { readonly kind: "run"; readonly command: CommandName; readonly envFile?: string };
+  | {
+    readonly kind: "run";
+    readonly command: CommandName;
+    readonly envFile?: string;
+    /** `pending --with-text`: show the messages themselves. */
+    readonly withText?: boolean;
+  };
 
 /** A command line that cannot be understood; the message fits one line. */
 class UsageError extends Error {
@@ -54,6 +69,7 @@ export function parseCommandLine(args: readonly string[]): Invocation {
       args: [...args],
       options: {
         "env-file": { type: "string" },
+        "with-text": { type: "boolean" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "V" },
       },
@@ -70,10 +86,13 @@ export function parseCommandLine(args: readonly string[]): Invocation {
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   const envFile = parsed.values["env-file"];
   if (envFile === "") throw new UsageError("--env-file needs a path");
+  const withText = parsed.values["with-text"] === true;
+  if (withText && command !== "pending") throw new UsageError("--with-text is for pending only");
   return {
     kind: "run",
     command: command as CommandName,
     ...(envFile === undefined ? {} : { envFile }),
+    ...(withText ? { withText } : {}),
   };
 }
 
@@ -86,6 +105,7 @@ export function helpText(version: string): string {
     `contactd ${version}: relays contact-form submissions to a Telegram chat`,
     "",
     "Usage: contactd [command] [--env-file PATH]",
+    "       contactd pending [--with-text] [--env-file PATH]",
     "       contactd --help | --version",
     "",
     "Commands:",
@@ -154,6 +174,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       return await chatIdCommand(settings, io);
     case "send-test":
       return await sendTestCommand(settings, io);
+    case "pending":
+      return await pendingCommand(settings, io, invocation.withText === true);
   }
 }
 

@@ -11,13 +11,20 @@ import { type Config, ConfigError, parseConfig } from "./config.ts";
 import { type NeededPermission, netAddress, permissionGaps } from "./permissions.ts";
 import type { Settings } from "./settings.ts";
 import { isRecord } from "./json.ts";
+import { type OutboxEntry, type OutboxIndex, outboxPath, type OutboxSubmission } from "./outbox.ts";
 import { type BotApiOptions, callBotApi, sendNotification } from "./telegram.ts";
 
 /** What the commands need from the outside world. */
 export interface CommandIo {
   readonly fetch: typeof fetch;
+  /** Reads the outbox's index (lib/outbox.ts `loadOutbox`); never writes. */
+  readonly readOutbox: (path: string) => Promise<OutboxIndex>;
+  /** Reads the submissions of entries from the outbox (lib/outbox.ts `readSubmissions`). */
+  readonly readSubmissions: (
+    path: string,
+    entries: Iterable<OutboxEntry>,
+  ) => AsyncIterable<OutboxSubmission>;
   readonly now: () => Date;
-  readonly sleep: (ms: number) => Promise<void>;
   /** Whether this process holds a permission (a compiled binary's are fixed at build time). */
   readonly granted: (permission: NeededPermission) => boolean;
   /** Writes one line for the operator (stdout). */
@@ -136,7 +143,7 @@ export const sendTestCommand = run("send-test", async (settings, io) => {
   const chatId = chatIdOf(config);
   const text = `contactd test notification\nTime: ${formatTimestamp(io.now())}\n\n` +
     "If you can read this, contact form messages will arrive here.";
-  const result = await sendNotification({ ...options, chatId, sleep: io.sleep }, text);
+  const result = await sendNotification({ ...options, chatId }, text);
   if (!result.ok) {
     const migrated = result.migrateToChatId === undefined
       ? ""
@@ -145,6 +152,53 @@ export const sendTestCommand = run("send-test", async (settings, io) => {
   }
   io.out(`sent: test notification delivered to chat ${chatId}`);
 });
+
+/**
+ * `contactd pending`: the submissions not delivered yet, oldest first: id, when received, failed
+ * attempts, what the sender was answered, the last error. Names, contacts and messages only with
+ * `withText`. Reads the outbox, never writes it, so it is safe while the service runs.
+ */
+export const pendingCommand = (settings: Settings, io: CommandIo, withText: boolean) =>
+  run("pending", async (settings, io) => {
+    const config = configOf(settings, io);
+    const path = outboxPath(config.messagesFile);
+    let index: OutboxIndex;
+    try {
+      index = await io.readOutbox(path);
+    } catch (error) {
+      throw new CommandFailure(
+        `cannot read ${path}: ${error instanceof Error ? error.name : error}`,
+      );
+    }
+    const pending = [...index.entries.values()].filter((entry) => entry.done === false);
+    if (pending.length === 0) {
+      io.out(`nothing pending: every message in ${path} was delivered`);
+      return;
+    }
+    io.out("id\treceived\tattempts\tanswered\tlast error");
+    const texts = withText ? io.readSubmissions(path, pending)[Symbol.asyncIterator]() : undefined;
+    for (const entry of pending) {
+      const answered = entry.status === undefined
+        ? "-"
+        : entry.status === null
+        ? "none"
+        : entry.status;
+      io.out(
+        `${entry.id}\t${entry.ts}\t${entry.attempts}\t${answered}\t` +
+          printable(entry.lastError ?? "-"),
+      );
+      const next = await texts?.next();
+      if (next !== undefined && !next.done) {
+        const { name, contact, ip, message } = next.value;
+        io.out(`  name: ${printable(name || "-")}`);
+        io.out(`  contact: ${printable(contact || "-")}`);
+        io.out(`  ip: ${printable(ip)}`);
+        io.out(`  message: ${printable(JSON.stringify(message), Infinity)}`);
+      }
+    }
+    const oldest = pending[0]!.ts;
+    io.out(`${pending.length} pending, oldest ${oldest}: contactd delivers them while it runs`);
+  })(settings, io);
 
 type Chat = Record<string, unknown>;
 
@@ -187,9 +241,12 @@ function describeName(chat: Chat): string {
   return name.length > 0 ? printable(name.join(" ")) : "-";
 }
 
-/** A value a stranger chose, safe for a terminal: no control, bidi or line-break characters. */
-function printable(value: unknown): string {
+/**
+ * A value a stranger chose, safe for a terminal: no control, bidi or line-break characters, at
+ * most `max` characters.
+ */
+function printable(value: unknown, max = 64): string {
   const text = String(value).replace(/[\p{Cc}\p{Cf}\u2028\u2029]+/gu, " ").trim();
   const chars = Array.from(text); // code points: a cut never splits a surrogate pair
-  return chars.length > 64 ? `${chars.slice(0, 63).join("")}…` : text || "-";
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : text || "-";
 }

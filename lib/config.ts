@@ -15,6 +15,8 @@ export const SETTING_NAMES = [
   "MESSENGER_API_URL",
   "TRUSTED_PROXIES",
   "MESSENGER_TIMEOUT_MS",
+  "DELIVERY_WAIT_MS",
+  "DELIVERY_MAX_AGE",
   "ALLOWED_ORIGINS",
   "SERVE_EXAMPLE",
 ] as const;
@@ -30,6 +32,8 @@ export const DEFAULTS = {
   MESSENGER_API_URL: "https://api.telegram.org",
   TRUSTED_PROXIES: "127.0.0.1/8,::1",
   MESSENGER_TIMEOUT_MS: "10000",
+  DELIVERY_WAIT_MS: "10000",
+  DELIVERY_MAX_AGE: "7d",
   ALLOWED_ORIGINS: "",
   SERVE_EXAMPLE: "0",
 } as const;
@@ -55,6 +59,10 @@ export interface Config {
   readonly trustedProxies: readonly Cidr[];
   /** Time limit of one Bot API call. */
   readonly timeoutMs: number;
+  /** How long a sender waits for its own delivery before being told it comes later. */
+  readonly deliveryWaitMs: number;
+  /** Undelivered submissions older than this are given up. */
+  readonly deliveryMaxAgeMs: number;
   /**
    * Origins (`scheme://host[:port]`) allowed to post from other sites; empty means no CORS and
    * no `Origin` check.
@@ -131,6 +139,11 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     apiUrl: parseApiUrl(get("MESSENGER_API_URL") ?? DEFAULTS.MESSENGER_API_URL),
     trustedProxies: parseTrustedProxies(get("TRUSTED_PROXIES") ?? DEFAULTS.TRUSTED_PROXIES),
     timeoutMs: parseTimeout(get("MESSENGER_TIMEOUT_MS") ?? DEFAULTS.MESSENGER_TIMEOUT_MS),
+    deliveryWaitMs: parseDeliveryWait(get("DELIVERY_WAIT_MS") ?? DEFAULTS.DELIVERY_WAIT_MS),
+    deliveryMaxAgeMs: parseDuration(
+      "DELIVERY_MAX_AGE",
+      get("DELIVERY_MAX_AGE") ?? DEFAULTS.DELIVERY_MAX_AGE,
+    ),
     allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
     serveExample: parseSwitch("SERVE_EXAMPLE", get("SERVE_EXAMPLE") ?? DEFAULTS.SERVE_EXAMPLE),
   };
@@ -191,6 +204,36 @@ function parseTimeout(text: string): number {
     throw new ConfigError(
       "MESSENGER_TIMEOUT_MS",
       `"MESSENGER_TIMEOUT_MS" must be a whole number of milliseconds between 100 and 120000`,
+    );
+  }
+  return ms;
+}
+
+/**
+ * The caller's wait: at least a second (a delivery takes a round trip), at most 30 s, well under
+ * the reverse proxy's 60 s read timeout (a sender must get contactd's answer, not the proxy's 504).
+ */
+function parseDeliveryWait(text: string): number {
+  const ms = Number(text);
+  if (!/^\d{1,5}$/.test(text) || ms < 1000 || ms > 30_000) {
+    throw new ConfigError(
+      "DELIVERY_WAIT_MS",
+      `"DELIVERY_WAIT_MS" must be a whole number of milliseconds between 1000 and 30000`,
+    );
+  }
+  return ms;
+}
+
+const UNITS: Readonly<Record<string, number>> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration such as `90m`, `36h` or `7d`: from one minute to 365 days. */
+function parseDuration(setting: SettingName, text: string): number {
+  const match = /^(\d{1,6})([mhd])$/.exec(text);
+  const ms = match === null ? NaN : Number(match[1]) * UNITS[match[2]!]!;
+  if (!(ms >= 60_000 && ms <= 365 * 86_400_000)) {
+    throw new ConfigError(
+      setting,
+      `"${setting}" must be a number with m, h or d (minutes, hours, days), from 1m to 365d`,
     );
   }
   return ms;

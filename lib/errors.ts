@@ -23,8 +23,20 @@ export type ErrorCode =
   | "not_configured"
   | "internal";
 
-/** Status and default human sentence of each code, in one table. */
-export const ERRORS: Readonly<Record<ErrorCode, { status: number; message: string }>> = {
+/** What an error code means to a client. */
+export interface ErrorMeaning {
+  readonly status: number;
+  /** The default human sentence. */
+  readonly message: string;
+  /**
+   * The message was saved and will be delivered later: no need to send it again. Answers carry
+   * `"stored": true` (the example form says so instead of "try again").
+   */
+  readonly stored?: true;
+}
+
+/** Status, default human sentence and meaning of each code, in one table. */
+export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
   rate_limited: { status: 429, message: "Too many messages from your address; try again later." },
   payload_too_large: { status: 413, message: "The request body is larger than 16384 bytes." },
   unsupported_media_type: {
@@ -43,11 +55,15 @@ export const ERRORS: Readonly<Record<ErrorCode, { status: number; message: strin
   request_timeout: { status: 408, message: "The request body took too long to arrive." },
   delivery_failed: {
     status: 502,
-    message: "Your message was saved but could not be delivered right now.",
+    message:
+      "Your message was saved and will be delivered shortly; there is no need to send it again.",
+    stored: true,
   },
   not_configured: {
     status: 503,
-    message: "Your message was saved but the messenger is not configured.",
+    message:
+      "Your message was saved and will be delivered once the messenger is set up; there is no need to send it again.",
+    stored: true,
   },
   internal: { status: 500, message: "Something went wrong; your message was not accepted." },
 };

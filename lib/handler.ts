@@ -51,7 +51,7 @@ export function createHandler(deps: HandlerDeps): Handler {
         return errorResponse("method_not_allowed", { headers: { allow: methods.join(", ") } });
       }
       if (path === "/api/health") {
-        const health = { ok: storageOk, configured: deps.deliver !== undefined };
+        const health = { ok: storageOk, configured: deps.queue !== undefined };
         return jsonResponse(200, health, NO_STORE);
       }
       if (path === "/" && examplePage !== undefined) {

@@ -17,6 +17,18 @@ export interface NotificationInput {
   readonly ip: string;
   /** Submission time, e.g. `"2026-11-22T14:03:09Z"`. */
   readonly ts: string;
+  /** The submission's short id (letters and digits), the same in the log. */
+  readonly id: string;
+  /** Present when the notification comes after the sender was answered: a late delivery. */
+  readonly late?: LateDelivery;
+}
+
+/** Why a notification arrives late, for the owner to read. */
+export interface LateDelivery {
+  /** The first failed attempt's reason, `null` if it was never tried before (it waited). */
+  readonly firstError: string | null;
+  /** What the sender was answered (`502`, `503`), `null` when contactd stopped before answering. */
+  readonly answered: number | null;
 }
 
 /** Telegram's limit for one message, in UTF-16 code units. */
@@ -26,25 +38,55 @@ export const MAX_MESSAGE_LENGTH = 4096;
 const MISSING = "—";
 
 /**
- * Formats a plain-text notification (no markup: it is sent without
- * `parse_mode`): a short header, a blank line, then the message.
+ * The header of a notification (no markup: it is sent without `parse_mode`): the id, a line on a
+ * late delivery, then who, from where, when.
  *
  * @example
  * ```ts
- * formatNotification({ name: "Ann", contact: "", message: "Hi", ip: "203.0.113.9", ts: "2026-11-22T14:03:09Z" });
- * // "New contact message\nFrom: Ann\nContact: —\nIP: 203.0.113.9\nTime: 2026-11-22T14:03:09Z\n\nHi"
+ * formatHeader({ name: "Ann", contact: "", message: "Hi", ip: "203.0.113.9", ts: "2026-11-22T14:03:09Z", id: "k3x9q2ab" });
+ * // "New contact message #k3x9q2ab\nFrom: Ann\nContact: —\nIP: 203.0.113.9\nTime: 2026-11-22T14:03:09Z"
  * ```
  */
-export function formatNotification(input: NotificationInput): string {
+export function formatHeader(input: NotificationInput, part = ""): string {
   return [
-    "New contact message",
+    `New contact message #${input.id}${part}`,
+    ...(input.late === undefined ? [] : [lateLine(input.late)]),
     `From: ${headerValue(input.name)}`,
     `Contact: ${headerValue(input.contact)}`,
     `IP: ${headerValue(input.ip)}`,
     `Time: ${headerValue(input.ts)}`,
-    "",
-    input.message,
   ].join("\n");
+}
+
+function lateLine(late: LateDelivery): string {
+  const why = late.firstError === null
+    ? "it waited in the queue"
+    : `first attempt failed: ${headerValue(late.firstError)}`;
+  const told = late.answered === null
+    ? "the sender got no answer (contactd stopped first)"
+    : `the sender was told it was saved but not yet delivered (${late.answered})`;
+  return `Delivered late: ${why}; ${told}, and may have sent it again.`;
+}
+
+/**
+ * The notification as the messages to send, in order, each within {@linkcode MAX_MESSAGE_LENGTH}:
+ * the header, a blank line and the message; a message too long for one goes on in further parts,
+ * each starting with `(k/n) #id` on a line of its own, so no part ever starts with text the sender
+ * wrote (a crafted message cannot pass for a second notification). The first part's header then
+ * ends in ` (1/n)`.
+ */
+export function notificationParts(input: NotificationInput): string[] {
+  // Room for the longest marker: "(99/99) #" + id + newline, and " (99/99)" in the header.
+  const marker = 9 + input.id.length + 1;
+  const header = formatHeader(input, " (99/99)");
+  const first = splitText(input.message, Math.max(2, MAX_MESSAGE_LENGTH - header.length - 2))[0]!;
+  const rest = splitText(input.message.slice(first.length), MAX_MESSAGE_LENGTH - marker);
+  const total = 1 + rest.length;
+  const count = total === 1 ? "" : ` (1/${total})`;
+  return [
+    `${formatHeader(input, count)}\n\n${first}`,
+    ...rest.map((part, i) => `(${i + 2}/${total}) #${input.id}\n${part}`),
+  ];
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { type Config, SETTING_NAMES, type SettingName } from "./config.ts";
 import { examplePagePath } from "./example_page.ts";
+import { outboxPath } from "./outbox.ts";
 
 /** The parts of the configuration that decide what the service may touch. */
 export type PermissionInputs = Pick<
@@ -46,18 +47,25 @@ export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}
   return [
     "--no-prompt",
     `--allow-net=${netAddress(config.host, config.port)},${apiAddress(config.apiUrl)}`,
-    // Read: fstat of the open file (mode check) and noticing a rotated file; the env file of
-    // `--env-file`; the example page (read once at start-up) only when it is served.
+    // Read: fstat of the open file (mode check) and noticing a rotated file; the outbox (it is
+    // read back to deliver) and its compaction's temporary file; the env file of `--env-file`;
+    // the example page (read once at start-up) only when it is served.
     `--allow-read=${
       [
-        config.messagesFile,
+        ...stateFiles(config.messagesFile),
         ...(envFile === undefined ? [] : [envFile]),
         ...(config.serveExample ? [examplePagePath()] : []),
       ].join(",")
     }`,
-    `--allow-write=${config.messagesFile}`,
+    `--allow-write=${stateFiles(config.messagesFile).join(",")}`,
     `--allow-env=${SETTING_NAMES.join(",")}`,
   ];
+}
+
+/** The files the service keeps: the backup file, the outbox, and the outbox's compaction file. */
+function stateFiles(messagesFile: string): string[] {
+  const outbox = outboxPath(messagesFile);
+  return [messagesFile, outbox, `${outbox}.tmp`];
 }
 
 /** One permission a configuration needs, as `Deno.permissions.querySync` takes it. */

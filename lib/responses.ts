@@ -101,17 +101,22 @@ export function textResponse(
   });
 }
 
-/** `{"ok":false,"error":code,"message":…}` plus `field` when given, with the code's status. */
+/**
+ * `{"ok":false,"error":code,"message":…}` plus `field` when given, and `"stored":true` for the
+ * codes that mean the message was saved; with the code's status.
+ */
 export function errorResponse(code: ErrorCode, options: ErrorResponseOptions = {}): Response {
-  const { status } = ERRORS[code];
+  const { status, stored } = ERRORS[code];
   const { field, message = ERRORS[code].message, headers = NO_HEADERS } = options;
   // Refusals repeat: the key names what the body holds, so it is serialised only once. Codes,
   // field names and sentences are this file's and lib/submission.ts's: none holds a newline.
   const key = `error ${code}\n${field === undefined ? "-" : `=${field}`}\n${message}`;
   return cached(key, status, () =>
-    JSON.stringify(
-      field === undefined
-        ? { ok: false, error: code, message }
-        : { ok: false, error: code, field, message },
-    ), headers);
+    JSON.stringify({
+      ok: false,
+      error: code,
+      ...(field === undefined ? {} : { field }),
+      message,
+      ...(stored ? { stored } : {}),
+    }), headers);
 }

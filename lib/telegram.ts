@@ -22,10 +22,6 @@ export interface TelegramOptions {
   readonly timeoutMs: number;
   /** Injected `fetch`, so tests need no network. */
   readonly fetch: typeof fetch;
-  /** Injected sleep, so tests need no waiting. */
-  readonly sleep: (ms: number) => Promise<void>;
-  /** Longest flood-control wait honoured in place, in seconds; default 5. */
-  readonly maxRetryAfterSeconds?: number;
 }
 
 /** The subset of {@linkcode TelegramOptions} that {@linkcode callBotApi} needs. */
@@ -60,20 +56,13 @@ export type DeliveryResult =
     readonly error: string;
     /** The chat was migrated; future notifications should go to this id. */
     readonly migrateToChatId?: number;
-    /** Flood control asked for a longer wait than we take in place. */
-    readonly retryAfterSeconds?: number;
   };
 
-/** Sends a notification text. */
-export type Deliver = (text: string) => Promise<DeliveryResult>;
-
 /**
- * Sends `text`, split by {@linkcode splitText}, as `sendMessage` calls in
- * order, stopping at the first part that fails. Delivered only if every part
- * was accepted. Parts that are only whitespace are skipped, since Telegram
- * rejects them as empty; text with nothing else fails as `"empty message"`
- * without any call. A 429 asking to wait at most `maxRetryAfterSeconds` is
- * waited out and that part retried once. Never throws.
+ * Sends `text`, split by {@linkcode splitText}, as `sendMessage` calls in order, stopping at the
+ * first part that fails; delivered only if every part was accepted. For one-off messages (the
+ * `send-test` command): the service's notifications go through the paced queue
+ * (lib/delivery.ts), which sends {@linkcode sendMessage} part by part. Never throws.
  */
 export async function sendNotification(
   options: TelegramOptions,
@@ -81,35 +70,82 @@ export async function sendNotification(
 ): Promise<DeliveryResult> {
   const parts = splitText(text).filter((part) => part.trim() !== "");
   if (parts.length === 0) return { ok: false, error: "empty message" };
-  const maxWait = options.maxRetryAfterSeconds ?? 5;
   for (const part of parts) {
-    const params = {
-      chat_id: options.chatId,
-      text: part,
-      link_preview_options: { is_disabled: true },
-    };
-    let reply = await callBotApi(options, "sendMessage", params);
-    const wait = reply.ok || reply.errorCode !== 429 ? undefined : reply.parameters?.retry_after;
-    if (wait !== undefined && wait <= maxWait) {
-      try {
-        await options.sleep(wait * 1000);
-      } catch {
-        // A broken sleep only costs us the wait; the retry may still succeed.
-      }
-      reply = await callBotApi(options, "sendMessage", params);
-    }
+    const reply = await sendMessage(options, options.chatId, part);
     if (!reply.ok) {
       const migrate = reply.parameters?.migrate_to_chat_id;
-      const retryAfter = reply.parameters?.retry_after;
       return {
         ok: false,
         error: reply.error,
         ...(migrate === undefined ? {} : { migrateToChatId: migrate }),
-        ...(retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }),
       };
     }
   }
   return { ok: true, parts: parts.length };
+}
+
+/**
+ * One `sendMessage` of plain `text` (no `parse_mode`: markup arrives literally) with link
+ * previews off (the messenger must not fetch links a stranger typed). Never throws.
+ */
+export function sendMessage(
+  options: BotApiOptions,
+  chatId: number,
+  text: string,
+): Promise<BotApiResult> {
+  return callBotApi(options, "sendMessage", {
+    chat_id: chatId,
+    text,
+    link_preview_options: { is_disabled: true },
+  });
+}
+
+/** How a failed call bears on what comes next. */
+export type FailureKind =
+  /** `429`: flood control; nothing may be sent before its `retry_after` has passed. */
+  | "flood"
+  /**
+   * The settings are wrong until the operator fixes them: the token (`401`, `404`), the chat
+   * (`400` chat not found, a group that became a supergroup) or the bot's place in it (`403`:
+   * blocked by the user, kicked from the group).
+   */
+  | "settings"
+  /** Anything else (timeouts, network errors, `5xx`, odd replies): worth trying again later. */
+  | "other";
+
+const CHAT_PROBLEMS = /chat not found|chat_id is empty|upgraded to a supergroup|not enough rights/i;
+
+/** Classifies a failed Bot API call; see {@linkcode FailureKind}. */
+export function failureKind(result: BotApiResult & { ok: false }): FailureKind {
+  const code = result.errorCode;
+  if (code === 429) return "flood";
+  if (code === 401 || code === 403 || code === 404) return "settings";
+  if (
+    code === 400 &&
+    (result.parameters?.migrate_to_chat_id !== undefined || CHAT_PROBLEMS.test(result.error))
+  ) {
+    return "settings";
+  }
+  return "other";
+}
+
+/** The longest pause a `429` may impose, in seconds: an hour. */
+export const MAX_FLOOD_PAUSE_S = 3600;
+/** The pause for a `429` without a usable `retry_after`, in seconds. */
+export const DEFAULT_FLOOD_PAUSE_S = 5;
+
+/**
+ * How long a `429` pauses sending, in seconds: its `retry_after`, at most an hour; a missing or
+ * malformed one counts as {@linkcode DEFAULT_FLOOD_PAUSE_S}. `adjusted` says when the API's value
+ * was not taken as it was (worth a log line).
+ */
+export function floodPause(
+  parameters: ResponseParameters | undefined,
+): { readonly seconds: number; readonly adjusted?: "missing" | "capped" } {
+  const asked = parameters?.retry_after;
+  if (asked === undefined) return { seconds: DEFAULT_FLOOD_PAUSE_S, adjusted: "missing" };
+  if (asked > MAX_FLOOD_PAUSE_S) return { seconds: MAX_FLOOD_PAUSE_S, adjusted: "capped" };
+  return { seconds: asked };
 }
 
 /**
@@ -159,8 +195,50 @@ async function exchange(
     signal,
   });
   if (!(response instanceof Response)) return { ok: false, error: "invalid reply" };
-  const text = await response.text();
+  const text = await readCapped(response, MAX_REPLY_BYTES);
+  if (text === undefined) {
+    return { ok: false, error: `${response.status} reply too large`, errorCode: response.status };
+  }
   return interpret(response.status, response.statusText, text, options.token);
+}
+
+/**
+ * The largest Bot API reply read, in bytes. Real replies are a few kilobytes (`getUpdates` with
+ * 100 updates some tens); anything larger is a broken or hostile API, refused before it is held.
+ */
+export const MAX_REPLY_BYTES = 1 << 20;
+
+/** The body as text, or `undefined` (and the rest left unread) once it passes `limit` bytes. */
+async function readCapped(response: Response, limit: number): Promise<string | undefined> {
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > limit || response.body === null) {
+    await response.body?.cancel().catch(() => {});
+    return declared > limit ? undefined : "";
+  }
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        return undefined;
+      }
+      chunks.push(value);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 /** Rejects once `signal` aborts. */

@@ -2,6 +2,7 @@
  * The command line: parsing, --help, --version, --env-file, dispatch.
  */
 import assert from "node:assert/strict";
+import { loadOutbox, readSubmissions } from "../lib/outbox.ts";
 import { type CliIo, COMMANDS, helpText, parseCommandLine, runCli } from "../lib/cli.ts";
 import { DEFAULTS, SETTING_NAMES } from "../lib/config.ts";
 import type { Settings } from "../lib/settings.ts";
@@ -26,7 +27,8 @@ async function run(
         : Promise.reject(new Deno.errors.NotCapable(`Requires read access to "${path}"`)),
     fetch: () => Promise.reject(new Error("no network in this test")),
     now: () => new Date(0),
-    sleep: () => Promise.resolve(),
+    readOutbox: loadOutbox,
+    readSubmissions,
     granted: () => true,
     out: (line) => out.push(line),
     err: (line) => err.push(line),

@@ -2,6 +2,7 @@
  * Operator commands (`check`, `chat-id`, `send-test`) through `runCli`, against the fake Bot API.
  */
 import assert from "node:assert/strict";
+import { loadOutbox, readSubmissions } from "../lib/outbox.ts";
 import { type CliIo, runCli } from "../lib/cli.ts";
 import type { Settings } from "../lib/settings.ts";
 import {
@@ -44,7 +45,8 @@ async function contactd(
       readTextFile: () => Promise.reject(new Deno.errors.NotFound("no file")),
       fetch,
       now: () => new Date("2026-11-22T14:03:09Z"),
-      sleep: () => Promise.resolve(),
+      readOutbox: loadOutbox,
+      readSubmissions,
       granted: () => true,
       out: (line) => out.push(line),
       err: (line) => err.push(line),

@@ -117,27 +117,42 @@ Deno.test("POST /api/contact answers 503 when not configured and records 'not co
   assert.equal(JSON.parse(state.lines[0]!).messenger_error, "not configured");
 });
 
-Deno.test("POST /api/contact logs a hint when the chat migrated to a supergroup", async () => {
+Deno.test("POST /api/contact answers 500 when it is neither delivered nor in the outbox", async () => {
   const { state, handler } = setup({
-    deliver: () =>
-      Promise.resolve({
-        ok: false,
-        error: "400 Bad Request: group chat was upgraded",
-        migrateToChatId: -100123,
-      }),
+    deliver: () => Promise.resolve({ ok: false, error: "timeout" }),
+    store: () => Promise.reject(new Error("ENOSPC")),
+    append: () => Promise.reject(new Error("ENOSPC")),
   });
-  await handler(post({ message: "m" }), PEER);
-  assert.ok(state.logs.some((log) => log.event === "chat_migrated" && log.new_chat_id === -100123));
+  const response = await handler(post({ message: "m" }), PEER);
+  assert.equal(response.status, 500);
+  const body = await response.json();
+  assert.equal(body.error, "internal");
+  assert.equal(body.stored, undefined); // "send it again", not "saved"
+  assert.ok(state.logs.some((log) => log.event === "outbox_write_failed"));
 });
 
-Deno.test("POST /api/contact answers 500 when neither delivery nor storage worked", async () => {
-  const { handler } = setup({
+Deno.test("POST /api/contact answers 502 stored when the outbox holds it, even if the backup record failed", async () => {
+  const { state, handler } = setup({
     deliver: () => Promise.resolve({ ok: false, error: "timeout" }),
     append: () => Promise.reject(new Error("EACCES")),
   });
   const response = await handler(post({ message: "m" }), PEER);
-  assert.equal(response.status, 500);
-  assert.equal((await response.json()).error, "internal");
+  assert.equal(response.status, 502);
+  assert.equal((await response.json()).stored, true);
+  assert.equal(state.outbox.length, 1);
+  assert.ok(state.logs.some((log) => log.event === "backup_write_failed"));
+  // No "recorded" note: the next start writes the missing record.
+  assert.equal(state.answered.size, 0);
+  const health = await handler(new Request("http://localhost/api/health"), PEER);
+  assert.deepEqual(await health.json(), { ok: false, configured: true });
+});
+
+Deno.test("POST /api/contact answers a delivered message 200 even when the outbox failed", async () => {
+  const { state, handler } = setup({ store: () => Promise.reject(new Error("EIO")) });
+  const response = await handler(post({ message: "m" }), PEER);
+  assert.equal(response.status, 200);
+  assert.equal(state.texts.length, 1);
+  assert.equal(JSON.parse(state.lines[0]!).messenger_ok, true);
 });
 
 Deno.test("a delivered message whose record failed answers 200 and turns health ok:false until a write works", async () => {

@@ -3,15 +3,19 @@ import { parseConfig } from "../lib/config.ts";
 import { permissionGaps, serviceFlags } from "../lib/permissions.ts";
 import { mergeSettings } from "../lib/settings.ts";
 
+/** The files the service keeps: the backup file, the outbox and its compaction file. */
+const STATE = "messages.jsonl,messages.jsonl.outbox,messages.jsonl.outbox.tmp";
+
 Deno.test("serviceFlags grants the listen address, the API host:port, one file and the settings", () => {
   const flags = serviceFlags(parseConfig({}));
   assert.deepEqual(flags, [
     "--no-prompt",
     "--allow-net=127.0.0.1:8787,api.telegram.org:443",
-    "--allow-read=messages.jsonl",
-    "--allow-write=messages.jsonl",
+    "--allow-read=messages.jsonl,messages.jsonl.outbox,messages.jsonl.outbox.tmp",
+    "--allow-write=messages.jsonl,messages.jsonl.outbox,messages.jsonl.outbox.tmp",
     "--allow-env=MESSENGER_BOT_TOKEN,MESSENGER_CHAT_ID,MESSAGES_FILE,HOST,PORT," +
-    "MESSENGER_API_URL,TRUSTED_PROXIES,MESSENGER_TIMEOUT_MS,ALLOWED_ORIGINS,SERVE_EXAMPLE",
+    "MESSENGER_API_URL,TRUSTED_PROXIES,MESSENGER_TIMEOUT_MS,DELIVERY_WAIT_MS,DELIVERY_MAX_AGE," +
+    "ALLOWED_ORIGINS,SERVE_EXAMPLE",
   ]);
 });
 
@@ -19,8 +23,8 @@ Deno.test("serviceFlags lets the service read the example page only with SERVE_E
   const page = new URL("../examples/contact.html", import.meta.url).pathname;
   assert.ok((await Deno.stat(page)).isFile);
   const serving = serviceFlags(parseConfig({ SERVE_EXAMPLE: "1" }));
-  assert.ok(serving.includes(`--allow-read=messages.jsonl,${page}`));
-  assert.ok(serving.includes("--allow-write=messages.jsonl"));
+  assert.ok(serving.includes(`--allow-read=${STATE},${page}`));
+  assert.ok(serving.includes(`--allow-write=${STATE}`));
   assert.ok(!serviceFlags(parseConfig({})).some((flag) => flag.includes("contact.html")));
 });
 
@@ -32,7 +36,8 @@ Deno.test("serviceFlags follows the configured values, IPv6 in brackets", () => 
     MESSAGES_FILE: "/var/lib/contactd/messages.jsonl",
   }));
   assert.ok(flags.includes("--allow-net=[::1]:9000,127.0.0.1:4321"));
-  assert.ok(flags.includes("--allow-write=/var/lib/contactd/messages.jsonl"));
+  const file = "/var/lib/contactd/messages.jsonl";
+  assert.ok(flags.includes(`--allow-write=${file},${file}.outbox,${file}.outbox.tmp`));
 });
 
 Deno.test("serviceFlags never grants unscoped or dangerous permissions", () => {
@@ -51,8 +56,8 @@ Deno.test("mergeSettings lets the process environment win over .env and ignores 
 
 Deno.test("serviceFlags grants reading one env file, and refuses a path that would split the list", () => {
   const flags = serviceFlags(parseConfig({}), { envFile: "/etc/contactd/env" });
-  assert.ok(flags.includes("--allow-read=messages.jsonl,/etc/contactd/env"));
-  assert.ok(flags.includes("--allow-write=messages.jsonl"));
+  assert.ok(flags.includes(`--allow-read=${STATE},/etc/contactd/env`));
+  assert.ok(flags.includes(`--allow-write=${STATE}`));
   for (const envFile of ["", "/etc/a,/etc/shadow", "/etc/a\0"]) {
     assert.throws(() => serviceFlags(parseConfig({}), { envFile }), RangeError);
   }

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { callBotApi, sendNotification, type TelegramOptions } from "../lib/telegram.ts";
+import {
+  callBotApi,
+  failureKind,
+  floodPause,
+  MAX_REPLY_BYTES,
+  sendNotification,
+  type TelegramOptions,
+} from "../lib/telegram.ts";
 
 const TOKEN = "123456:ABC-def_ghi";
 
@@ -35,17 +42,13 @@ function apiError(code: number, description: string, parameters?: Record<string,
   return () => json(code, { ok: false, error_code: code, description, parameters });
 }
 
-function options(fetchFn: typeof fetch, sleeps: number[] = []): TelegramOptions {
+function options(fetchFn: typeof fetch): TelegramOptions {
   return {
     apiUrl: "https://api.telegram.example",
     token: TOKEN,
     chatId: -1001234567890,
     timeoutMs: 10_000,
     fetch: fetchFn,
-    sleep: (ms) => {
-      sleeps.push(ms);
-      return Promise.resolve();
-    },
   };
 }
 
@@ -108,74 +111,98 @@ Deno.test("sendNotification refuses empty text without calling the API", async (
   assert.equal(requests.length, 0);
 });
 
-Deno.test("sendNotification waits out a short 429 and retries that part once", async () => {
-  const sleeps: number[] = [];
+Deno.test("sendNotification reports a 429 without waiting in place: pacing is the queue's", async () => {
   const { fetch, requests } = scriptedFetch(
-    () => json(200, { ok: true, result: {} }),
     apiError(429, "Too Many Requests: retry after 3", { retry_after: 3 }),
   );
-  const result = await sendNotification(options(fetch, sleeps), "a".repeat(4097));
-  assert.deepEqual(result, { ok: true, parts: 2 });
-  assert.deepEqual(sleeps, [3000]);
-  assert.deepEqual(requests.map((r) => r.body.text), ["a".repeat(4096), "a", "a"]);
-});
-
-Deno.test("sendNotification retries a 429 only once", async () => {
-  const sleeps: number[] = [];
-  const tooMany = apiError(429, "Too Many Requests: retry after 5", { retry_after: 5 });
-  const { fetch, requests } = scriptedFetch(tooMany, tooMany, tooMany);
-  const result = await sendNotification(options(fetch, sleeps), "hi");
-  assert.deepEqual(result, {
-    ok: false,
-    error: "429 Too Many Requests: retry after 5",
-    retryAfterSeconds: 5,
-  });
-  assert.deepEqual(sleeps, [5000]);
-  assert.equal(requests.length, 2);
-});
-
-Deno.test("sendNotification does not wait out a 429 longer than maxRetryAfterSeconds", async () => {
-  const sleeps: number[] = [];
-  const { fetch, requests } = scriptedFetch(
-    apiError(429, "Too Many Requests: retry after 6", { retry_after: 6 }),
-  );
-  const result = await sendNotification(options(fetch, sleeps), "hi");
-  assert.deepEqual(result, {
-    ok: false,
-    error: "429 Too Many Requests: retry after 6",
-    retryAfterSeconds: 6,
-  });
-  assert.deepEqual(sleeps, []);
+  const result = await sendNotification(options(fetch), "hi");
+  assert.deepEqual(result, { ok: false, error: "429 Too Many Requests: retry after 3" });
   assert.equal(requests.length, 1);
-});
-
-Deno.test("sendNotification honours a custom maxRetryAfterSeconds", async () => {
-  const sleeps: number[] = [];
-  const { fetch } = scriptedFetch(apiError(429, "Too Many Requests", { retry_after: 30 }));
-  const result = await sendNotification(
-    { ...options(fetch, sleeps), maxRetryAfterSeconds: 60 },
-    "hi",
-  );
-  assert.deepEqual(result, { ok: true, parts: 1 });
-  assert.deepEqual(sleeps, [30_000]);
-});
-
-Deno.test("sendNotification does not retry a 429 without retry_after", async () => {
-  const sleeps: number[] = [];
-  const { fetch, requests } = scriptedFetch(apiError(429, "Too Many Requests"));
-  const result = await sendNotification(options(fetch, sleeps), "hi");
-  assert.deepEqual(result, { ok: false, error: "429 Too Many Requests" });
-  assert.equal(requests.length, 1);
-  assert.deepEqual(sleeps, []);
 });
 
 Deno.test("sendNotification does not retry other errors", async () => {
-  const sleeps: number[] = [];
   const { fetch, requests } = scriptedFetch(apiError(500, "Internal Server Error"));
-  const result = await sendNotification(options(fetch, sleeps), "hi");
+  const result = await sendNotification(options(fetch), "hi");
   assert.deepEqual(result, { ok: false, error: "500 Internal Server Error" });
   assert.equal(requests.length, 1);
-  assert.deepEqual(sleeps, []);
+});
+
+Deno.test("failureKind tells flood control, settings problems and everything else apart", () => {
+  const failed = (errorCode: number | undefined, error: string, parameters?: object) =>
+    failureKind({
+      ok: false,
+      error,
+      ...(errorCode === undefined ? {} : { errorCode }),
+      ...(parameters === undefined ? {} : { parameters }),
+    });
+  assert.equal(failed(429, "429 Too Many Requests: retry after 5"), "flood");
+  assert.equal(failed(401, "401 Unauthorized"), "settings");
+  assert.equal(failed(404, "404 Not Found"), "settings");
+  assert.equal(failed(403, "403 Forbidden: bot was blocked by the user"), "settings");
+  assert.equal(failed(403, "403 Forbidden: bot was kicked from the supergroup chat"), "settings");
+  assert.equal(failed(400, "400 Bad Request: chat not found"), "settings");
+  assert.equal(
+    failed(400, "400 Bad Request: group chat was upgraded to a supergroup chat", {
+      migrate_to_chat_id: -100987,
+    }),
+    "settings",
+  );
+  assert.equal(failed(400, "400 Bad Request: message text is empty"), "other");
+  assert.equal(failed(500, "500 Internal Server Error"), "other");
+  assert.equal(failed(502, "502 bad gateway (non-JSON reply)"), "other");
+  assert.equal(failed(undefined, "timeout"), "other");
+  assert.equal(failed(undefined, "network error: connection refused"), "other");
+});
+
+Deno.test("floodPause honours retry_after up to an hour and pauses 5 s for a missing one", () => {
+  assert.deepEqual(floodPause({ retry_after: 3 }), { seconds: 3 });
+  assert.deepEqual(floodPause({ retry_after: 0.5 }), { seconds: 0.5 });
+  assert.deepEqual(floodPause({ retry_after: 3600 }), { seconds: 3600 });
+  assert.deepEqual(floodPause({ retry_after: 1e300 }), { seconds: 3600, adjusted: "capped" });
+  assert.deepEqual(floodPause(undefined), { seconds: 5, adjusted: "missing" });
+  assert.deepEqual(floodPause({}), { seconds: 5, adjusted: "missing" });
+});
+
+Deno.test("callBotApi drops a malformed retry_after, which floodPause then treats as missing", async () => {
+  for (const retry of [-1, "5", null, [], {}]) {
+    const { fetch } = scriptedFetch(() =>
+      json(429, {
+        ok: false,
+        error_code: 429,
+        description: "x",
+        parameters: { retry_after: retry },
+      })
+    );
+    const result = await callBotApi(options(fetch), "sendMessage", {});
+    assert.equal(result.ok, false);
+    assert.equal(!result.ok && result.parameters?.retry_after, undefined, JSON.stringify(retry));
+  }
+});
+
+Deno.test("callBotApi refuses a reply over 1 MiB without holding it, declared or streamed", async () => {
+  const big = new Uint8Array(MAX_REPLY_BYTES + 1).fill(0x20);
+  const declared: typeof fetch = () =>
+    Promise.resolve(new Response(big, { headers: { "content-length": String(big.length) } }));
+  let pulled = 0;
+  const streamed: typeof fetch = () =>
+    Promise.resolve(
+      new Response(
+        new ReadableStream({
+          pull(controller) {
+            pulled++;
+            controller.enqueue(new Uint8Array(64 * 1024));
+            if (pulled > 10_000) controller.close(); // a 640 MB body, never read whole
+          },
+        }),
+      ),
+    );
+  for (const fetchFn of [declared, streamed]) {
+    const result = await callBotApi(options(fetchFn), "sendMessage", {});
+    assert.deepEqual(result, { ok: false, error: "200 reply too large", errorCode: 200 });
+  }
+  assert.ok(pulled < 40, `read ${pulled} chunks`);
+  const fits = scriptedFetch(() => json(200, { ok: true, result: "x".repeat(100_000) }));
+  assert.equal((await callBotApi(options(fits.fetch), "getMe", {})).ok, true);
 });
 
 Deno.test("sendNotification surfaces migrate_to_chat_id", async () => {
@@ -189,15 +216,6 @@ Deno.test("sendNotification surfaces migrate_to_chat_id", async () => {
     error: "400 Bad Request: group chat was upgraded to a supergroup chat",
     migrateToChatId: -1009876543210,
   });
-});
-
-Deno.test("sendNotification survives a sleep that rejects", async () => {
-  const { fetch } = scriptedFetch(apiError(429, "Too Many Requests", { retry_after: 1 }));
-  const result = await sendNotification(
-    { ...options(fetch), sleep: () => Promise.reject(new Error("no timers")) },
-    "hi",
-  );
-  assert.deepEqual(result, { ok: true, parts: 1 });
 });
 
 Deno.test("callBotApi returns the result of an ok reply", async () => {
@@ -412,10 +430,8 @@ Deno.test("callBotApi reports Deno's 'error reading a body from connection' as a
 
 Deno.test("sendNotification reports a timed-out part as not delivered", async () => {
   const deaf: typeof fetch = () => new Promise(() => {});
-  const sleeps: number[] = [];
-  const result = await sendNotification({ ...options(deaf, sleeps), timeoutMs: 5 }, "hi");
+  const result = await sendNotification({ ...options(deaf), timeoutMs: 5 }, "hi");
   assert.deepEqual(result, { ok: false, error: "timeout" });
-  assert.deepEqual(sleeps, []);
 });
 
 Deno.test("callBotApi clears its timeout timer however the call ends", async () => {

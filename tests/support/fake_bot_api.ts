@@ -32,6 +32,16 @@ export interface FakeBotApi {
   readonly calls: FakeCall[];
   /** Texts accepted by the default `sendMessage` behaviour, in order. */
   readonly delivered: string[];
+  /** When each of `delivered` was accepted (`Date.now()`). */
+  readonly deliveredAt: number[];
+  /** `429`s answered by the flood control (not the scripted ones). */
+  readonly floods: number;
+  /**
+   * An outage: `"html"` answers every request with an HTML `502` (a proxy whose upstream is
+   * down); `"refuse"` closes the port, so connections are refused; `false` serves again on the
+   * same port.
+   */
+  outage(mode: "html" | "refuse" | false): Promise<void>;
   /**
    * Scripted behaviours for the next requests, consumed one per request;
    * when empty the fake behaves like the real API. `"hang"` never answers
@@ -52,7 +62,32 @@ export interface FakeBotApiOptions {
   readonly chatId: number;
   /** `username` reported by `getMe`; default `"contactd_test_bot"`. */
   readonly botUsername?: string;
+  /** Telegram's flood control, on by default (`false`: none). */
+  readonly floodControl?: FloodControl | false;
 }
+
+/**
+ * Flood control as Telegram publishes it: per chat about one message a second with short bursts,
+ * at most 20 a minute to a group, about 30 a second overall. Past a limit, every `sendMessage` to
+ * that chat is answered `429` with `parameters.retry_after` until the block ends.
+ */
+export interface FloodControl {
+  /** Messages one chat may receive at once before the one-a-second rate applies. */
+  readonly chatBurst: number;
+  readonly chatIntervalMs: number;
+  /** Per group (negative chat id), per minute. */
+  readonly groupPerMinute: number;
+  /** All chats, per second. */
+  readonly overallPerSecond: number;
+}
+
+/** What the fake enforces unless told otherwise: a little more lenient than contactd's pacer. */
+export const TELEGRAM_FLOOD_CONTROL: FloodControl = {
+  chatBurst: 5,
+  chatIntervalMs: 1000,
+  groupPerMinute: 20,
+  overallPerSecond: 30,
+};
 
 /** A Bot API error reply, e.g. `apiError(400, "Bad Request: chat not found")`. */
 export function apiError(
@@ -135,6 +170,47 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
   const hanging = new Set<() => void>();
   let nextMessageId = 1;
   let closed: Promise<void> | undefined;
+  let down: "html" | false = false;
+  let floods = 0;
+  const flood = options.floodControl === false
+    ? undefined
+    : (options.floodControl ?? TELEGRAM_FLOOD_CONTROL);
+  const buckets = new Map<number, { tokens: number; at: number; blockedUntil: number }>();
+  const groupTimes = new Map<number, number[]>();
+  let overallTimes: number[] = [];
+
+  /** Flood control for one message to `chatId` now: a 429 reply, or undefined to accept it. */
+  const floodCheck = (chatId: number): Response | undefined => {
+    if (flood === undefined) return undefined;
+    const now = Date.now();
+    const bucket = buckets.get(chatId) ?? { tokens: flood.chatBurst, at: now, blockedUntil: 0 };
+    buckets.set(chatId, bucket);
+    bucket.tokens = Math.min(
+      flood.chatBurst,
+      bucket.tokens + (now - bucket.at) / flood.chatIntervalMs,
+    );
+    bucket.at = now;
+    const group = groupTimes.get(chatId) ?? [];
+    groupTimes.set(chatId, group.filter((t) => t > now - 60_000));
+    overallTimes = overallTimes.filter((t) => t > now - 1000);
+    let until = bucket.blockedUntil;
+    if (until <= now && bucket.tokens < 1) until = now + (1 - bucket.tokens) * flood.chatIntervalMs;
+    if (until <= now && chatId < 0 && groupTimes.get(chatId)!.length >= flood.groupPerMinute) {
+      until = groupTimes.get(chatId)![0]! + 60_000;
+    }
+    if (until <= now && overallTimes.length >= flood.overallPerSecond) {
+      until = overallTimes[0]! + 1000;
+    }
+    if (until > now) {
+      bucket.blockedUntil = until;
+      floods++;
+      return reply(tooManyRequests(Math.ceil((until - now) / 1000)));
+    }
+    bucket.tokens -= 1;
+    if (chatId < 0) groupTimes.get(chatId)!.push(now);
+    overallTimes.push(now);
+    return undefined;
+  };
 
   const handler = async (request: Request): Promise<Response> => {
     const match = new URL(request.url).pathname.match(/^\/bot([^/]*)\/([^/]*)$/);
@@ -143,6 +219,7 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     const body = await readBody(request);
     fake.calls.push({ method, token, body });
 
+    if (down === "html") return reply(htmlError(502));
     const scripted = fake.script.shift();
     if (scripted === "hang") {
       // Released by close(), so server.shutdown() has nothing left to wait for.
@@ -186,7 +263,10 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     const text = typeof body.text === "string" ? body.text : "";
     if (text.trim() === "") return reply(apiError(400, "Bad Request: message text is empty"));
     if (text.length > 4096) return reply(apiError(400, "Bad Request: message is too long"));
+    const limited = floodCheck(Number(body.chat_id));
+    if (limited !== undefined) return limited;
     fake.delivered.push(text);
+    fake.deliveredAt.push(Date.now());
     return ok({
       message_id: nextMessageId++,
       date: Math.floor(Date.now() / 1000),
@@ -195,20 +275,37 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     });
   };
 
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, handler);
+  let server: Deno.HttpServer<Deno.NetAddr> | undefined = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    handler,
+  );
+  const port = server.addr.port;
+  const stop = async () => {
+    for (const release of hanging) release();
+    hanging.clear();
+    await server?.shutdown();
+    server = undefined;
+  };
 
   const fake: FakeBotApi = {
-    url: `http://127.0.0.1:${server.addr.port}`,
+    url: `http://127.0.0.1:${port}`,
     calls: [],
     delivered: [],
+    deliveredAt: [],
+    get floods() {
+      return floods;
+    },
     script: [],
     updates: [],
+    async outage(mode) {
+      down = mode === "html" ? "html" : false;
+      if (mode === "refuse") await stop();
+      if (mode !== "refuse" && server === undefined) {
+        server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, handler);
+      }
+    },
     close() {
-      closed ??= (async () => {
-        for (const release of hanging) release();
-        hanging.clear();
-        await server.shutdown();
-      })();
+      closed ??= stop();
       return closed;
     },
   };

@@ -13,23 +13,18 @@ const CHAT_ID = -100777;
 
 /** Runs `test` against a fresh fake, always closing it. */
 async function withFake(
-  test: (fake: FakeBotApi, options: TelegramOptions, sleeps: number[]) => Promise<void>,
+  test: (fake: FakeBotApi, options: TelegramOptions) => Promise<void>,
 ): Promise<void> {
   const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID, botUsername: "contactd_bot" });
-  const sleeps: number[] = [];
   const options: TelegramOptions = {
     apiUrl: fake.url,
     token: TOKEN,
     chatId: CHAT_ID,
     timeoutMs: 10_000,
     fetch,
-    sleep: (ms) => {
-      sleeps.push(ms);
-      return Promise.resolve();
-    },
   };
   try {
-    await test(fake, options, sleeps);
+    await test(fake, options);
   } finally {
     await fake.close();
   }
@@ -111,24 +106,14 @@ Deno.test("fake Bot API answers getMe and getUpdates like the real one", () =>
     });
   }));
 
-Deno.test("sendNotification waits out a scripted 429 from the fake and retries", () =>
-  withFake(async (fake, options, sleeps) => {
-    fake.script.push(tooManyRequests(2));
-    assert.deepEqual(await sendNotification(options, "hi"), { ok: true, parts: 1 });
-    assert.deepEqual(sleeps, [2000]);
-    assert.equal(fake.calls.length, 2);
-    assert.deepEqual(fake.delivered, ["hi"]);
-  }));
-
-Deno.test("sendNotification reports a scripted long 429 for the caller to back off", () =>
-  withFake(async (fake, options, sleeps) => {
+Deno.test("sendNotification reports a scripted 429 with its retry_after", () =>
+  withFake(async (fake, options) => {
     fake.script.push(tooManyRequests(42));
     assert.deepEqual(await sendNotification(options, "hi"), {
       ok: false,
       error: "429 Too Many Requests: retry after 42",
-      retryAfterSeconds: 42,
     });
-    assert.deepEqual(sleeps, []);
+    assert.deepEqual(fake.delivered, []);
   }));
 
 Deno.test("sendNotification reports a scripted HTML 502 as a non-JSON reply", () =>
@@ -155,7 +140,7 @@ Deno.test("sendNotification times out on a hanging fake, then close() still retu
   fake.script.push("hang");
   const options = { apiUrl: fake.url, token: TOKEN, chatId: CHAT_ID, timeoutMs: 200, fetch };
   const started = Date.now();
-  const result = await sendNotification({ ...options, sleep: () => Promise.resolve() }, "hi");
+  const result = await sendNotification(options, "hi");
   assert.deepEqual(result, { ok: false, error: "timeout" });
   const elapsed = Date.now() - started;
   assert.ok(elapsed >= 150 && elapsed < 5000, `took ${elapsed} ms`);
@@ -183,6 +168,6 @@ Deno.test("sendNotification names a real refused connection without leaking the 
   const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
   await fake.close(); // the port is now closed
   const options = { apiUrl: fake.url, token: TOKEN, chatId: CHAT_ID, timeoutMs: 5000, fetch };
-  const result = await sendNotification({ ...options, sleep: () => Promise.resolve() }, "hi");
+  const result = await sendNotification(options, "hi");
   assert.deepEqual(result, { ok: false, error: "network error: connection refused" });
 });

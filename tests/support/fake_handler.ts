@@ -16,15 +16,15 @@ export function fakeHandler() {
   const { handler, state } = setup({
     deliver: () =>
       Promise.resolve(
-        faults.deliverFails
-          ? { ok: false, error: "500 Internal Server Error" }
-          : { ok: true, parts: 1 },
+        faults.deliverFails ? { ok: false, error: "500 Internal Server Error" } : { ok: true },
       ),
     // Every attempted line is kept, also the ones whose write "fails".
     append: (line) => {
       lines.push(line);
       return faults.appendFails ? Promise.reject(new Error("ENOSPC")) : Promise.resolve();
     },
+    // The outbox is on the same disk: it fails with the backup file.
+    store: () => faults.appendFails ? Promise.reject(new Error("ENOSPC")) : Promise.resolve(),
     bodyDeadline: () => new AbortController().signal,
   });
   return {

@@ -3,16 +3,25 @@
  *
  * @module
  */
+import type { DeliveryOutcome } from "../../lib/delivery.ts";
 import { createHandler, type Handler } from "../../lib/handler.ts";
 import { parseCidr } from "../../lib/ip.ts";
 import type { LogFields, LogLevel } from "../../lib/log.ts";
+import { notificationParts } from "../../lib/notification.ts";
+import type { OutboxSubmission } from "../../lib/outbox.ts";
 import { RateLimiter } from "../../lib/rate_limit.ts";
-import type { Deliver } from "../../lib/telegram.ts";
+
+/** A fake delivery: what the queue made of a submission's notification text. */
+export type FakeDeliver = (text: string) => Promise<DeliveryOutcome>;
 
 /** A handler with every dependency faked; the clock is a field tests move. */
 export function setup(options: {
-  deliver?: Deliver | "unconfigured";
+  /** The queue's outcome for each notification (default: delivered); or no messenger at all. */
+  deliver?: FakeDeliver | "unconfigured";
+  /** The backup file's append (default: kept in `state.lines`). */
   append?: (line: string) => Promise<void>;
+  /** The outbox's add (default: kept in `state.outbox`). */
+  store?: (submission: OutboxSubmission) => Promise<void>;
   allowedOrigins?: readonly string[];
   examplePage?: Uint8Array;
   bodyDeadline?: (nowMs: number) => AbortSignal;
@@ -23,17 +32,29 @@ export function setup(options: {
     now: new Date("2026-11-22T14:03:09.500Z"),
     texts: [] as string[],
     lines: [] as string[],
+    outbox: [] as OutboxSubmission[],
+    /** What the outbox was told the senders were answered, by id. */
+    answered: new Map<string, number | null>(),
     logs: [] as Array<{ level: LogLevel } & LogFields>,
   };
   const { deliver } = options;
+  let ids = 0;
   const handler: Handler = createHandler({
     now: () => state.now.getTime(),
     trustedProxies: [parseCidr("127.0.0.1/8")!],
     limiter: new RateLimiter({ limit: 5, windowMs: 60_000 }),
-    deliver: deliver === "unconfigured" ? undefined : async (text) => {
-      state.texts.push(text);
-      return deliver ? await deliver(text) : { ok: true, parts: 1 };
+    queue: deliver === "unconfigured" ? undefined : {
+      async submit(submission) {
+        const text = notificationParts(submission).join("\n");
+        state.texts.push(text);
+        return deliver ? await deliver(text) : { ok: true };
+      },
     },
+    outbox: {
+      add: options.store ?? ((submission) => (state.outbox.push(submission), Promise.resolve())),
+      recorded: (id, status) => (state.answered.set(id, status), Promise.resolve()),
+    },
+    newId: () => `id${String(++ids).padStart(6, "0")}`,
     append: options.append ?? ((line) => (state.lines.push(line), Promise.resolve())),
     log: (level, fields) => {
       options.onLog?.(fields);

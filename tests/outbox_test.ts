@@ -1,0 +1,222 @@
+import assert from "node:assert/strict";
+import { formatRecord } from "../lib/backup.ts";
+import { loadOutbox, openOutbox, type OutboxSubmission, readSubmissions } from "../lib/outbox.ts";
+import { INTERRUPTED, recoverRecords } from "../lib/recovery.ts";
+
+let count = 0;
+function submission(message = "hello\nworld"): OutboxSubmission {
+  count++;
+  return {
+    id: `id${String(count).padStart(6, "0")}`,
+    ts: "2026-11-22T14:03:09Z",
+    name: "Ann",
+    contact: "@ann",
+    message: `${message} ${count} é🙂`,
+    ip: "203.0.113.7",
+  };
+}
+
+async function withDir(test: (path: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-outbox-" });
+  try {
+    await test(`${dir}/messages.jsonl.outbox`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const lines = async (path: string) =>
+  (await Deno.readTextFile(path)).split("\n").filter((line) => line !== "").map((line) =>
+    JSON.parse(line)
+  );
+
+Deno.test("the outbox is created 0600, and a submission added is on disk and read back by id", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path);
+    const a = submission();
+    const b = submission("second");
+    await Promise.all([outbox.add(a), outbox.add(b)]);
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+    assert.deepEqual(await lines(path), [{ op: "add", ...a }, { op: "add", ...b }]);
+    assert.deepEqual(await outbox.read(b.id), b);
+    assert.deepEqual(await outbox.read(a.id), a);
+    assert.equal(outbox.pendingCount, 2);
+    await outbox.close();
+  }));
+
+Deno.test("the outbox rebuilds its state from its lines at start: attempts, errors, answers, done", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path);
+    const [a, b, c] = [submission(), submission(), submission()];
+    for (const s of [a, b, c]) await outbox.add(s);
+    await outbox.failed(a.id, "2026-11-22T14:03:10Z", "timeout");
+    await outbox.failed(a.id, "2026-11-22T14:03:12Z", "502 bad gateway");
+    await outbox.recorded(a.id, 502);
+    await outbox.done(b.id, "2026-11-22T14:03:11Z", "delivered");
+    await outbox.recorded(b.id, 200);
+    await outbox.done(c.id, "2026-11-22T14:03:11Z", "delivered"); // delivered, not yet recorded
+    await outbox.close();
+
+    const { entries, skipped } = await loadOutbox(path);
+    assert.equal(skipped, 0);
+    assert.deepEqual([...entries.keys()], [a.id, c.id]);
+    const ea = entries.get(a.id)!;
+    assert.equal(ea.attempts, 2);
+    assert.equal(ea.firstError, "timeout");
+    assert.equal(ea.lastError, "502 bad gateway");
+    assert.equal(ea.lastTs, "2026-11-22T14:03:12Z");
+    assert.equal(ea.status, 502);
+    assert.equal(ea.done, false);
+    assert.equal(entries.get(c.id)!.done, "delivered");
+    assert.equal(entries.get(c.id)!.status, undefined);
+    const again = await openOutbox(path);
+    assert.equal(again.pendingCount, 1);
+    assert.deepEqual(await again.read(c.id), c);
+    await again.close();
+  }));
+
+Deno.test("a torn last line (a crash mid-write) is skipped, and the next line starts fresh", () =>
+  withDir(async (path) => {
+    const a = submission();
+    await Deno.writeTextFile(path, JSON.stringify({ op: "add", ...a }) + '\n{"op":"add","id":"x', {
+      mode: 0o600,
+    });
+    const outbox = await openOutbox(path);
+    assert.equal(outbox.pendingCount, 1);
+    const b = submission();
+    await outbox.add(b);
+    assert.deepEqual(await outbox.read(b.id), b);
+    await outbox.close();
+    const text = await Deno.readTextFile(path);
+    assert.ok(text.includes('{"op":"add","id":"x\n{"op":"add"'), "the fragment keeps its own line");
+    const { entries, skipped } = await loadOutbox(path);
+    assert.deepEqual([...entries.keys()], [a.id, b.id]);
+    assert.equal(skipped, 1);
+  }));
+
+Deno.test("compaction keeps only what is still needed, its state folded in, and reads still work", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path);
+    const all = Array.from({ length: 50 }, () => submission("x".repeat(200)));
+    for (const s of all) await outbox.add(s);
+    for (const [i, s] of all.entries()) {
+      if (i % 10 === 0) {
+        await outbox.failed(s.id, "2026-11-22T14:04:00Z", "timeout");
+        await outbox.recorded(s.id, 502);
+      } else {
+        await outbox.done(s.id, "2026-11-22T14:04:00Z", "delivered");
+        await outbox.recorded(s.id, 200);
+      }
+    }
+    const before = (await Deno.stat(path)).size;
+    await outbox.compact();
+    const after = (await Deno.stat(path)).size;
+    assert.ok(after < before / 5, `${before} -> ${after}`);
+    const kept = await lines(path);
+    assert.deepEqual(
+      kept.map((line) => line.id),
+      all.filter((_, i) => i % 10 === 0).map((s) => s.id),
+    );
+    assert.deepEqual(kept[0], {
+      op: "add",
+      ...all[0],
+      status: 502,
+      attempts: 1,
+      first_error: "timeout",
+      last_error: "timeout",
+      last_ts: "2026-11-22T14:04:00Z",
+    });
+    assert.deepEqual(await outbox.read(all[40]!.id), all[40]);
+    // Appends go on after the compacted lines, and a reopened outbox agrees.
+    const late = submission();
+    await outbox.add(late);
+    assert.deepEqual(await outbox.read(late.id), late);
+    await outbox.close();
+    const { entries } = await loadOutbox(path);
+    assert.equal(entries.size, 6);
+    assert.equal(entries.get(all[10]!.id)!.attempts, 1);
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+  }));
+
+Deno.test("the outbox compacts itself once dead lines outweigh live ones", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path, { compactAfterBytes: 4096 });
+    for (let i = 0; i < 40; i++) {
+      const s = submission("y".repeat(300));
+      await outbox.add(s);
+      await outbox.done(s.id, "2026-11-22T14:04:00Z", "delivered");
+      await outbox.recorded(s.id, 200);
+    }
+    await outbox.add(submission("still pending"));
+    await outbox.close();
+    assert.ok((await Deno.stat(path)).size < 4096 + 1000, "the file was compacted on the way");
+    const { entries } = await loadOutbox(path);
+    assert.equal(entries.size, 1);
+  }));
+
+Deno.test("an entry given up or delivered is pending no more at once, before its line is synced", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path);
+    const s = submission();
+    await outbox.add(s);
+    const done = outbox.done(s.id, "2026-11-22T14:04:00Z", "given_up");
+    assert.equal(outbox.pendingCount, 0);
+    assert.equal(outbox.get(s.id)!.done, "given_up");
+    await done;
+    await outbox.close();
+  }));
+
+Deno.test("readSubmissions reads the entries' texts from the file, read-only", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path);
+    const all = [submission(), submission(), submission()];
+    for (const s of all) await outbox.add(s);
+    await outbox.close();
+    await Deno.chmod(path, 0o400);
+    const { entries } = await loadOutbox(path);
+    const read: OutboxSubmission[] = [];
+    for await (const s of readSubmissions(path, entries.values())) read.push(s);
+    assert.deepEqual(read, all);
+  }));
+
+Deno.test("recovery writes the missing backup records: interrupted if undelivered, ok if it had arrived", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path);
+    const [answered, interrupted, arrived] = [submission(), submission(), submission()];
+    for (const s of [answered, interrupted, arrived]) await outbox.add(s);
+    await outbox.recorded(answered.id, 502);
+    await outbox.done(arrived.id, "2026-11-22T14:03:10Z", "delivered");
+    await outbox.close(); // a crash: neither of the last two was answered
+
+    const reopened = await openOutbox(path);
+    const records: string[] = [];
+    const logs: string[] = [];
+    const n = await recoverRecords(
+      reopened,
+      (line) => (records.push(line), Promise.resolve()),
+      (_, fields) => logs.push(String(fields.event)),
+    );
+    assert.equal(n, 2);
+    const { ts, name, contact, message, ip } = interrupted;
+    assert.deepEqual(records, [
+      formatRecord({
+        ts,
+        name,
+        contact,
+        message,
+        ip,
+        messenger_ok: false,
+        messenger_error: INTERRUPTED,
+      }),
+      formatRecord({ ...arrived, messenger_ok: true, messenger_error: null }),
+    ]);
+    assert.deepEqual(logs, ["record_recovered", "record_recovered"]);
+    // Still to be delivered: the interrupted one; the arrived one is finished.
+    assert.equal(reopened.pendingCount, 2);
+    assert.deepEqual([...reopened.entries()].map((e) => e.id), [answered.id, interrupted.id]);
+    await reopened.close();
+    // A second start writes nothing again.
+    const third = await openOutbox(path);
+    assert.equal(await recoverRecords(third, () => Promise.reject(new Error("no")), () => {}), 0);
+    await third.close();
+  }));
