@@ -66,14 +66,6 @@ async function serve(settings: Settings): Promise<number> {
       mode: mode.toString(8),
       hint: "chmod 600 it: it holds personal data",
     });
-  const outboxFile = outboxPath(config.messagesFile);
-  let outbox: Outbox;
-  try {
-    outbox = await openOutbox(outboxFile, { onLoose: onLoose(outboxFile) });
-  } catch (error) {
-    log("error", { event: "outbox_open_failed", file: outboxFile, error: describeError(error) });
-    return 1;
-  }
   let backup: Appender;
   try {
     backup = await openBackupFile(config.messagesFile, onLoose(config.messagesFile));
@@ -83,7 +75,15 @@ async function serve(settings: Settings): Promise<number> {
       file: config.messagesFile,
       error: describeError(error),
     });
-    await outbox.close();
+    return 1;
+  }
+  const outboxFile = outboxPath(config.messagesFile);
+  let outbox: Outbox;
+  try {
+    outbox = await openOutbox(outboxFile, { onLoose: onLoose(outboxFile) });
+  } catch (error) {
+    log("error", { event: "outbox_open_failed", file: outboxFile, error: describeError(error) });
+    await backup.close();
     return 1;
   }
   const closeFiles = async () => {

@@ -257,10 +257,14 @@ export interface Outbox {
 export async function openOutbox(path: string, options: OutboxOptions = {}): Promise<Outbox> {
   const source = pathSource(path, options.onLoose ?? (() => {}));
   const opened = await source.open();
+  /** Identity of the file appends go to; compared with what the path names before each. */
+  let fileId: string | null = opened.id;
   const index = await loadOutbox(path);
   let tracked: TrackedFile = trackFile(opened);
   let appender: Appender = createGroupAppender(tracked);
-  let reader: Deno.FsFile | undefined;
+  // Opened now and kept: if the path is removed or replaced, this still reads the entries held,
+  // so a compaction can write them to a new file there.
+  let reader: Deno.FsFile | undefined = await Deno.open(path, { read: true });
   const { entries } = index;
   let fileBytes = opened.size;
   let liveBytes = 0;
@@ -279,7 +283,13 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
   };
 
   const append = async (line: string): Promise<number> => {
-    while (gate !== undefined) await gate;
+    while (true) {
+      while (gate !== undefined) await gate;
+      if (fileId !== null && await source.identify() === fileId) break;
+      // Removed, renamed or replaced under us: writing on would keep entries only in a file no
+      // path names. Write what is held to a new file at the path first; throws while it cannot.
+      await outbox.compact();
+    }
     const offset = await appender.append(line);
     fileBytes = Math.max(fileBytes, offset + encoder.encode(line).byteLength);
     return offset;
@@ -310,9 +320,12 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
 
   const reopen = async () => {
     try {
-      tracked = trackFile(await source.open());
+      const file = await source.open();
+      fileId = file.id;
+      tracked = trackFile(file);
     } catch (error) {
       // Writes fail (and say why) until a later compaction manages to open the file again.
+      fileId = null;
       tracked = { writeLines: () => Promise.resolve({ offsets: [], error }), close: () => {} };
     }
     appender = createGroupAppender(tracked);
@@ -414,7 +427,7 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         // Both files are whole: a crash before the rename keeps the old one, after it the new.
         await Deno.rename(temporary, path);
         reader?.close();
-        reader = undefined;
+        reader = await Deno.open(path, { read: true });
         liveBytes = 0;
         for (const [entry, offset, length] of moved) {
           entry.offset = offset;

@@ -220,3 +220,46 @@ Deno.test("recovery writes the missing backup records: interrupted if undelivere
     assert.equal(await recoverRecords(third, () => Promise.reject(new Error("no")), () => {}), 0);
     await third.close();
   }));
+
+Deno.test("an outbox file removed under the service is written anew, pending entries first, before the next append", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path);
+    const pending = submission("pending");
+    const delivered = submission("delivered");
+    await outbox.add(pending);
+    await outbox.add(delivered);
+    await outbox.done(delivered.id, "2026-11-22T14:04:00Z", "delivered");
+    await outbox.recorded(delivered.id, 200);
+    await Deno.remove(path);
+    const next = submission("next");
+    await outbox.add(next);
+    // Nothing lives only in a file no path names: the new file holds what is pending.
+    assert.deepEqual((await lines(path)).map((line) => line.id), [pending.id, next.id]);
+    assert.equal((await outbox.read(pending.id)).message, pending.message);
+    const index = await loadOutbox(path);
+    assert.deepEqual([...index.entries.keys()], [pending.id, next.id]);
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+    await outbox.close();
+  }));
+
+Deno.test("an outbox whose directory is gone refuses appends until it is back, then keeps every pending entry", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-outbox-" });
+  const path = `${dir}/data/messages.jsonl.outbox`;
+  try {
+    await Deno.mkdir(`${dir}/data`);
+    const outbox = await openOutbox(path);
+    const kept = submission("kept");
+    await outbox.add(kept);
+    await Deno.remove(`${dir}/data`, { recursive: true });
+    await assert.rejects(outbox.add(submission("refused")));
+    await assert.rejects(outbox.add(submission("refused again")));
+    await Deno.mkdir(`${dir}/data`);
+    const after = submission("after");
+    await outbox.add(after);
+    assert.deepEqual((await lines(path)).map((line) => line.id), [kept.id, after.id]);
+    assert.equal(outbox.pendingCount, 2);
+    await outbox.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
