@@ -75,51 +75,58 @@ const FAULTS: readonly Fault[] = [
 ];
 
 for (const fault of FAULTS) {
-  Deno.test(`e2e: Bot API fault "${fault.name}" answers 502 stored, one record naming it, no token, ${
-    fault.settings ? "redelivery paused" : "delivered later"
-  }`, async () => {
-    await withService({ MESSENGER_TIMEOUT_MS: "500" }, async (service, fake) => {
-      fake.script.push(...fault.script);
-      const response = await service.post({ message: fault.message ?? fault.name }, "10.7.0.1");
-      const answer = await response.text();
-      assert.equal(response.status, 502);
-      assert.equal(JSON.parse(answer).error, "delivery_failed");
-      assert.equal(JSON.parse(answer).stored, true);
-      assert.ok(!answer.includes(TOKEN));
-      assert.equal(fake.script.length, 0, "every scripted reply was used");
-      assert.equal(fake.calls.length, fault.script.length, "no retry while the sender waits");
-      const records = await service.records();
-      assert.equal(records.length, 1, "exactly one record");
-      assert.equal(records[0]!.ip, "10.7.0.1");
-      assert.equal(records[0]!.messenger_ok, false);
-      assert.equal(records[0]!.messenger_error, fault.error);
-      const id = service.logs().find((log) => log.event === "contact")?.id;
-      assert.match(String(id), /^[0-9a-z]{8}$/);
+  Deno.test(
+    `e2e: Bot API fault "${fault.name}" answers 502 stored, one record naming it, no token, ${
+      fault.settings ? "redelivery paused" : "delivered later"
+    }`,
+    async () => {
+      await withService({ MESSENGER_TIMEOUT_MS: "500" }, async (service, fake) => {
+        fake.script.push(...fault.script);
+        const response = await service.post({ message: fault.message ?? fault.name }, "10.7.0.1");
+        const answer = await response.text();
+        assert.equal(response.status, 502);
+        assert.equal(JSON.parse(answer).error, "delivery_failed");
+        assert.equal(JSON.parse(answer).stored, true);
+        assert.ok(!answer.includes(TOKEN));
+        assert.equal(fake.script.length, 0, "every scripted reply was used");
+        assert.equal(fake.calls.length, fault.script.length, "no retry while the sender waits");
+        const records = await service.records();
+        assert.equal(records.length, 1, "exactly one record");
+        assert.equal(records[0]!.ip, "10.7.0.1");
+        assert.equal(records[0]!.messenger_ok, false);
+        assert.equal(records[0]!.messenger_error, fault.error);
+        const id = service.logs().find((log) => log.event === "contact")?.id;
+        assert.match(String(id), /^[0-9a-z]{8}$/);
 
-      // The first retry comes after about a second (back-off with jitter: 0.5–1 s).
-      await new Promise((resolve) => setTimeout(resolve, 2500));
-      const late = fake.delivered.filter((text) => text.includes(`#${id}`));
-      if (fault.settings) {
-        assert.equal(fake.calls.length, fault.script.length, "no retry while the settings are wrong");
-        const paused = service.logs().filter((log) => log.event === "delivery_paused");
-        assert.equal(paused.length, 1);
-        assert.equal(paused[0]!.level, "error");
-        assert.equal(typeof paused[0]!.hint, "string");
-      } else {
-        // Delivered late; a split message goes on from the part that failed, once each.
-        if (fault.message === undefined) {
-          assert.equal(late.length, 1, "delivered after the fault");
-          assert.match(late[0]!, /Delivered late: first attempt failed/);
+        // The first retry comes after about a second (back-off with jitter: 0.5–1 s).
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+        const late = fake.delivered.filter((text) => text.includes(`#${id}`));
+        if (fault.settings) {
+          assert.equal(
+            fake.calls.length,
+            fault.script.length,
+            "no retry while the settings are wrong",
+          );
+          const paused = service.logs().filter((log) => log.event === "delivery_paused");
+          assert.equal(paused.length, 1);
+          assert.equal(paused[0]!.level, "error");
+          assert.equal(typeof paused[0]!.hint, "string");
         } else {
-          // (The scripted `accepted()` stood in for the first part's delivery.)
-          assert.equal(late.length, 1);
-          assert.ok(late[0]!.startsWith(`(2/2) #${id}\n`));
+          // Delivered late; a split message goes on from the part that failed, once each.
+          if (fault.message === undefined) {
+            assert.equal(late.length, 1, "delivered after the fault");
+            assert.match(late[0]!, /Delivered late: first attempt failed/);
+          } else {
+            // (The scripted `accepted()` stood in for the first part's delivery.)
+            assert.equal(late.length, 1);
+            assert.ok(late[0]!.startsWith(`(2/2) #${id}\n`));
+          }
+          assert.ok(service.logs().some((log) => log.event === "delivered" && log.id === id));
         }
-        assert.ok(service.logs().some((log) => log.event === "delivered" && log.id === id));
-      }
-      assertNoTokenLeak(service, answer);
-    });
-  });
+        assertNoTokenLeak(service, answer);
+      });
+    },
+  );
 }
 
 Deno.test("e2e: a migrate_to_chat_id reply is logged once with the new chat id", async () => {

@@ -203,7 +203,9 @@ Deno.test("e2e: kill -9 during a burst: every line whole JSON after restart, eve
     const { records, torn } = await readLines(first.file);
     assert.ok(torn.length <= 1, `at most one torn line: ${JSON.stringify(torn)}`);
     const recorded = new Set(records.map((r) => r.message));
-    for (const message of succeeded) assert.ok(recorded.has(message), `${message} was answered 200`);
+    for (const message of succeeded) {
+      assert.ok(recorded.has(message), `${message} was answered 200`);
+    }
     // Answered "stored": its record was written before the answer, or at restart.
     for (const message of stored) assert.ok(recorded.has(message), `${message} was answered 502`);
     assert.equal(records.at(-1)!.message, "after restart");
