@@ -119,3 +119,25 @@ Deno.test("the README documents every command and the binary's env-file option",
   }
   assert.match(readme, /--env-file PATH/);
 });
+
+Deno.test("the README's settings table, .env.example and --help name every setting, with the same defaults", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  const example = await Deno.readTextFile(`${ROOT}.env.example`);
+  const help = helpText("1.2.3");
+  // README rows look like: | `NAME` | `default` or unset | meaning |
+  const rows = new Map<string, string>();
+  for (const match of readme.matchAll(/^\| `([A-Z_]+)` +\| ([^|]*?) +\|/gm)) {
+    rows.set(match[1]!, match[2]!);
+  }
+  const defaults: Readonly<Record<string, string>> = DEFAULTS;
+  for (const name of SETTING_NAMES) {
+    const fallback = Object.hasOwn(defaults, name) ? defaults[name]! : "";
+    assert.equal(rows.get(name), fallback === "" ? "unset" : `\`${fallback}\``, `README ${name}`);
+    assert.match(example, new RegExp(`^${name}=`, "m"), `.env.example lacks ${name}`);
+    assert.match(help, new RegExp(`^  ${name} `, "m"), `--help lacks ${name}`);
+  }
+  // Nothing documented that the code does not read.
+  assert.deepEqual([...rows.keys()].sort(), [...SETTING_NAMES].sort());
+  const assigned = [...example.matchAll(/^([A-Z_]+)=/gm)].map((match) => match[1]!);
+  assert.deepEqual(assigned.sort(), [...SETTING_NAMES].sort());
+});

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { apiError, type FakeBotApi, startFakeBotApi } from "../support/fake_bot_api.ts";
-import { type Browser, browserInstalled, launchBrowser, type Page } from "../support/browser.ts";
+import { type Browser, launchBrowser, type Page } from "../support/browser.ts";
+import { skipWithout } from "../support/tools.ts";
 import { type Service, startService } from "../support/service.ts";
 
 const TOKEN = "123456789:AAE_browser-test-token";
@@ -13,15 +14,8 @@ const CHAT_ID = 4242;
 const OUTPUT = new URL("../../test-output/browser/", import.meta.url).pathname;
 const STATUS = "#contactd-status";
 /** The status once an answer is shown; while sending it has no class. */
-const DONE = `${STATUS}.ok, ${STATUS}.error`;
-const SKIP = Deno.env.get("CONTACTD_SKIP_BROWSER") === "1";
-
-if (!SKIP && !browserInstalled()) {
-  throw new Error(
-    "Chromium or playwright-core is missing: run .ci/run (it installs both), or set " +
-      "CONTACTD_SKIP_BROWSER=1 to skip the browser tests.",
-  );
-}
+const DONE = `${STATUS}.ok, ${STATUS}.saved, ${STATUS}.error`;
+const SKIP = skipWithout("chromium");
 
 /** Clicks Send and waits until the status shows an outcome (class "ok" or "error"). */
 async function send(page: Page): Promise<{ text: string; kind: string }> {
@@ -68,7 +62,7 @@ async function withWorld(run: (world: World) => Promise<void>) {
       fake,
       async visitor(ip, options = {}) {
         const context = await browser.newContext({
-          extraHTTPHeaders: { "x-real-ip": ip },
+          extraHTTPHeaders: { "x-forwarded-for": ip },
           javaScriptEnabled: options.javaScriptEnabled ?? true,
           viewport: options.phone ? { width: 375, height: 740 } : { width: 1024, height: 720 },
         });
@@ -147,19 +141,28 @@ browserTest(
 );
 
 browserTest(
-  "the form says 'could not deliver' when the Bot API fails, and keeps the button usable",
+  "the form says 'saved, no need to send it again' when the Bot API fails, and 'try again' only when nothing was saved",
   async ({ service, fake, visitor }) => {
     const page = await visitor("198.51.100.20");
     fake.script.push(apiError(500, "Internal Server Error"));
     await fill(page, { message: "API is down" });
-    const failed = await send(page);
-    assert.equal(failed.kind, "error");
-    assert.match(failed.text, /^Your message was saved but could not be delivered right now\./);
+    const saved = await send(page);
+    assert.equal(saved.kind, "saved");
+    assert.match(
+      saved.text,
+      /saved and will be delivered shortly; there is no need to send it again\.$/,
+    );
     const [record] = await service.records();
     assert.equal(record!.messenger_ok, false);
+    // Sent again after the failure (the first retry comes within about a second).
+    const deadline = Date.now() + 5000;
+    while (!fake.delivered.some((text) => text.endsWith("API is down")) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.ok(fake.delivered.some((text) => text.includes("Delivered late")));
     await page.screenshot({ path: `${OUTPUT}delivery-failed.png`, fullPage: true });
 
-    // A hanging API: the button is disabled while sending, then the timeout is reported.
+    // A hanging API: the button is disabled while sending, then "saved" once the wait is over.
     fake.script.push("hang");
     await fill(page, { message: "API hangs" });
     const button = page.locator("button[type=submit]");
@@ -167,9 +170,24 @@ browserTest(
     await page.locator("button[type=submit]:disabled").waitFor();
     assert.equal(await page.locator(STATUS).textContent(), "Sending…");
     await page.locator(DONE).waitFor();
-    assert.match((await page.locator(STATUS).textContent())!, /could not be delivered/);
+    assert.match((await page.locator(STATUS).textContent())!, /no need to send it again/);
     assert.equal(await button.isDisabled(), false);
     assert.equal((await service.records())[1]!.messenger_error, "timeout");
+
+    // Not saved at all (a directory where the outbox should be: it cannot be written, not even
+    // by root) and not delivered: the sender is asked to try again.
+    const outbox = `${service.file}.outbox`;
+    await Deno.remove(outbox);
+    await Deno.mkdir(outbox);
+    try {
+      fake.script.push(apiError(500, "Internal Server Error"));
+      await fill(page, { message: "nowhere to keep it" });
+      const lost = await send(page);
+      assert.equal(lost.kind, "error");
+      assert.match(lost.text, /could not be sent \(error 500\)\. Please try again later\.$/);
+    } finally {
+      await Deno.remove(outbox);
+    }
   },
 );
 

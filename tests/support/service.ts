@@ -156,7 +156,7 @@ export async function startService(
     post(body, ip = "198.51.100.1", headers = {}) {
       return fetch(`${url}/api/contact`, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-real-ip": ip, ...headers },
+        headers: { "content-type": "application/json", "x-forwarded-for": ip, ...headers },
         body: typeof body === "string" ? body : JSON.stringify(body),
       });
     },
@@ -239,12 +239,13 @@ async function unprivilegedCommand(dir: string): Promise<{ cmd: string; pre: str
 export async function withService(
   settings: Record<string, string>,
   run: (service: Service, fake: FakeBotApi) => Promise<void>,
-  options: StartOptions = {},
+  options: StartOptions & { readonly chatId?: number } = {},
 ) {
-  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+  const chatId = options.chatId ?? CHAT_ID;
+  const fake = startFakeBotApi({ token: TOKEN, chatId });
   const service = await startService({
     MESSENGER_BOT_TOKEN: TOKEN,
-    MESSENGER_CHAT_ID: String(CHAT_ID),
+    MESSENGER_CHAT_ID: String(chatId),
     MESSENGER_API_URL: fake.url,
     ...settings,
   }, options);
