@@ -1,222 +1,42 @@
 /**
- * The outbox: every validated submission, durable on disk before delivery starts, until it has
- * reached the chat (or is given up). One JSON line per event, appended and synced (group commit),
- * mode 0600, beside the backup file (`MESSAGES_FILE` + `.outbox`), compacted by contactd itself.
- * Memory holds an index of the pending submissions (ids, times, offsets), never their text.
+ * The outbox of a running service: every validated submission, durable on disk before delivery
+ * starts, until it has reached the chat (or is given up). Lines (lib/outbox_lines.ts) are appended
+ * and synced (group commit), mode 0600, beside the backup file (`MESSAGES_FILE` + `.outbox`),
+ * compacted by contactd itself.
  *
- * Lines, each with `op` and `id`:
- * - `add`: the submission (`ts`, `name`, `contact`, `message`, `ip`); after a compaction it also
- *   carries the state below (`status`, `attempts`, `first_error`, `last_error`, `last_ts`);
- * - `recorded`: its backup record was written; `status` is what the sender was answered, `null`
- *   when no answer could be given (contactd stopped first);
- * - `failed`: a delivery attempt failed at `ts` with `error`;
- * - `done`: it reached the chat (`result` `delivered`) or was given up (`given_up`).
+ * Memory holds a bounded window: the oldest pending submissions (at most `window`, their ids,
+ * times, attempts and offsets, never their text) plus those whose backup record is not written
+ * yet. The rest of a long backlog stays on disk as the file's tail, from `scanFrom` on, and is
+ * read into the window as it drains, oldest first.
  *
  * @module
  */
 import { type Appender, createGroupAppender } from "./group_commit.ts";
-import { isRecord } from "./json.ts";
+import {
+  addLine,
+  applyOp,
+  compactedLine,
+  entryOf,
+  finished,
+  type OutboxEntry,
+  type OutboxSubmission,
+  parseHead,
+  parseSubmissionLine,
+  readAt,
+  scanLines,
+} from "./outbox_lines.ts";
 import { pathSource, type TrackedFile, trackFile } from "./tracked_file.ts";
 
-/** A validated submission as the outbox keeps it. */
-export interface OutboxSubmission {
-  /** Short stable id, shown in the notification and the log. */
-  readonly id: string;
-  /** When it arrived, as the backup record writes it (`2026-11-22T14:03:09Z`). */
-  readonly ts: string;
-  readonly name: string;
-  readonly contact: string;
-  readonly message: string;
-  readonly ip: string;
-}
-
-/** What is known of one submission in the outbox. */
-export interface OutboxEntry {
-  readonly id: string;
-  readonly ts: string;
-  /** Failed delivery attempts so far. */
-  attempts: number;
-  firstError: string | null;
-  lastError: string | null;
-  /** When the last attempt failed. */
-  lastTs: string | null;
-  /**
-   * `undefined` while its backup record is not written (the sender not yet answered); then the
-   * status the sender was answered, `null` if no answer could be given.
-   */
-  status: number | null | undefined;
-  /** Reached the chat or given up (kept only until its backup record is written), else false. */
-  done: false | "delivered" | "given_up";
-  /** Where its `add` line is in the file, and its length in bytes (newline included). */
-  offset: number;
-  length: number;
-}
-
-/** What {@linkcode loadOutbox} found. */
-export interface OutboxIndex {
-  /** Every entry that is pending or lacks its backup record, oldest first. */
-  readonly entries: Map<string, OutboxEntry>;
-  /** Bytes of the whole lines read. */
-  readonly bytes: number;
-  /** Lines that were not whole JSON (a torn line, a crash mid-write): skipped. */
-  readonly skipped: number;
-}
+export {
+  loadOutbox,
+  type OutboxEntry,
+  type OutboxIndex,
+  outboxPath,
+  type OutboxSubmission,
+  readSubmissions,
+} from "./outbox_lines.ts";
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-/** The outbox's path for a backup file path. */
-export function outboxPath(messagesFile: string): string {
-  return `${messagesFile}.outbox`;
-}
-
-/** Serialises a new submission as its `add` line. */
-export function addLine(submission: OutboxSubmission): string {
-  const { id, ts, name, contact, message, ip } = submission;
-  return JSON.stringify({ op: "add", id, ts, name, contact, message, ip }) + "\n";
-}
-
-/** An `add` line with the entry's state folded in (what a compaction writes). */
-function compactedLine(submission: OutboxSubmission, entry: OutboxEntry): string {
-  const { id, ts, name, contact, message, ip } = submission;
-  return JSON.stringify({
-    op: "add",
-    id,
-    ts,
-    name,
-    contact,
-    message,
-    ip,
-    ...(entry.status === undefined ? {} : { status: entry.status }),
-    ...(entry.attempts === 0 ? {} : {
-      attempts: entry.attempts,
-      first_error: entry.firstError,
-      last_error: entry.lastError,
-      last_ts: entry.lastTs,
-    }),
-    ...(entry.done === false ? {} : { done: entry.done }),
-  }) + "\n";
-}
-
-/** Reads an `add` line back; `undefined` when it is not one. */
-export function parseSubmissionLine(line: string): OutboxSubmission | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    return undefined;
-  }
-  if (!isRecord(value) || value.op !== "add") return undefined;
-  const { id, ts, name, contact, message, ip } = value;
-  const texts = [id, ts, name, contact, message, ip];
-  if (!texts.every((text) => typeof text === "string")) return undefined;
-  return { id, ts, name, contact, message, ip } as OutboxSubmission;
-}
-
-/**
- * Folds one line into `entries`. Unknown or malformed lines are ignored (returns false), so a
- * torn line costs nothing but itself.
- */
-export function applyLine(
-  entries: Map<string, OutboxEntry>,
-  line: string,
-  offset: number,
-  length: number,
-): boolean {
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    return false;
-  }
-  if (!isRecord(value) || typeof value.id !== "string") return false;
-  const id = value.id;
-  if (value.op === "add") {
-    if (typeof value.ts !== "string") return false;
-    const attempts = typeof value.attempts === "number" ? value.attempts : 0;
-    entries.set(id, {
-      id,
-      ts: value.ts,
-      attempts,
-      firstError: typeof value.first_error === "string" ? value.first_error : null,
-      lastError: typeof value.last_error === "string" ? value.last_error : null,
-      lastTs: typeof value.last_ts === "string" ? value.last_ts : null,
-      status: typeof value.status === "number" || value.status === null ? value.status : undefined,
-      done: value.done === "delivered" || value.done === "given_up" ? value.done : false,
-      offset,
-      length,
-    });
-    return true;
-  }
-  const entry = entries.get(id);
-  if (entry === undefined) return false;
-  switch (value.op) {
-    case "recorded":
-      entry.status = typeof value.status === "number" ? value.status : null;
-      break;
-    case "failed":
-      entry.attempts++;
-      entry.lastError = typeof value.error === "string" ? value.error : "unknown";
-      entry.firstError ??= entry.lastError;
-      entry.lastTs = typeof value.ts === "string" ? value.ts : null;
-      break;
-    case "done":
-      entry.done = value.result === "given_up" ? "given_up" : "delivered";
-      break;
-    default:
-      return false;
-  }
-  // Delivered (or given up) and recorded: nothing left to do for it.
-  if (entry.done && entry.status !== undefined) entries.delete(id);
-  return true;
-}
-
-/**
- * Reads an outbox file into its index, streaming (the file may be large); a missing file is an
- * empty outbox. A last line without its newline (a crash mid-write) is not counted.
- */
-export async function loadOutbox(path: string): Promise<OutboxIndex> {
-  const entries = new Map<string, OutboxEntry>();
-  let file: Deno.FsFile;
-  try {
-    file = await Deno.open(path, { read: true });
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return { entries, bytes: 0, skipped: 0 };
-    throw error;
-  }
-  let skipped = 0;
-  let offset = 0;
-  try {
-    let pending = new Uint8Array(0);
-    const chunk = new Uint8Array(1 << 20);
-    while (true) {
-      const n = await file.read(chunk);
-      if (n === null) break;
-      const bytes = concat(pending, chunk.subarray(0, n));
-      let start = 0;
-      for (let end = bytes.indexOf(0x0a); end >= 0; end = bytes.indexOf(0x0a, start)) {
-        const length = end + 1 - start;
-        if (!applyLine(entries, decoder.decode(bytes.subarray(start, end)), offset, length)) {
-          skipped++;
-        }
-        offset += length;
-        start = end + 1;
-      }
-      pending = bytes.slice(start);
-    }
-  } finally {
-    file.close();
-  }
-  return { entries, bytes: offset, skipped };
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.byteLength === 0) return b;
-  const joined = new Uint8Array(a.byteLength + b.byteLength);
-  joined.set(a);
-  joined.set(b, a.byteLength);
-  return joined;
-}
 
 /** Options of {@linkcode openOutbox}. */
 export interface OutboxOptions {
@@ -224,15 +44,20 @@ export interface OutboxOptions {
   readonly onLoose?: (mode: number) => void;
   /** Compact once this many bytes are dead and they outweigh the live ones; default 1 MiB. */
   readonly compactAfterBytes?: number;
+  /** How many pending submissions memory holds at most (the rest wait on disk); default 1024. */
+  readonly window?: number;
 }
 
 /** The outbox of a running service. */
 export interface Outbox {
-  /** Entries that are pending or lack their backup record, oldest first. Do not change them. */
+  /**
+   * The window, oldest first: pending entries and entries whose backup record is not written.
+   * Do not change them.
+   */
   entries(): IterableIterator<OutboxEntry>;
-  /** The entry of `id`, if the outbox still holds it. */
+  /** The entry of `id`, if the window holds it. */
   get(id: string): OutboxEntry | undefined;
-  /** Submissions not yet delivered nor given up. */
+  /** Submissions not yet delivered nor given up, in the window and on disk. */
   readonly pendingCount: number;
   /** Appends a new submission, synced; rejects if it is not on disk. */
   add(submission: OutboxSubmission): Promise<void>;
@@ -240,7 +65,10 @@ export interface Outbox {
   recorded(id: string, status: number | null): Promise<void>;
   /** Notes a failed delivery attempt. */
   failed(id: string, ts: string, error: string): Promise<void>;
-  /** Notes that it reached the chat or was given up; it is pending no more at once. */
+  /**
+   * Notes that it reached the chat or was given up; it is pending no more at once. Once the
+   * window runs low, the next pending submissions on disk are read into it before this resolves.
+   */
   done(id: string, ts: string, result: "delivered" | "given_up"): Promise<void>;
   /** The submission's text, read from the file. */
   read(id: string): Promise<OutboxSubmission>;
@@ -250,8 +78,20 @@ export interface Outbox {
   close(): Promise<void>;
 }
 
+/** What a scan of the file's tail found for the window. */
+interface TailScan {
+  /** Pending entries read into the window. */
+  moved: number;
+  /** Where the first `add` left on disk is (undefined when none was). */
+  stopAt: number | undefined;
+  /** At start only: pending submissions left on disk. */
+  left: number;
+  /** Lines that were not whole JSON. */
+  skipped: number;
+}
+
 /**
- * Opens (creating, mode 0600) the outbox at `path` and loads its index. Throws at once when it
+ * Opens (creating, mode 0600) the outbox at `path` and reads its window. Throws at once when it
  * cannot be opened, like the backup file.
  */
 export async function openOutbox(path: string, options: OutboxOptions = {}): Promise<Outbox> {
@@ -259,27 +99,136 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
   const opened = await source.open();
   /** Identity of the file appends go to; compared with what the path names before each. */
   let fileId: string | null = opened.id;
-  const index = await loadOutbox(path);
   let tracked: TrackedFile = trackFile(opened);
   let appender: Appender = createGroupAppender(tracked);
   // Opened now and kept: if the path is removed or replaced, this still reads the entries held,
   // so a compaction can write them to a new file there.
-  let reader: Deno.FsFile | undefined = await Deno.open(path, { read: true });
-  const { entries } = index;
-  let fileBytes = opened.size;
-  let liveBytes = 0;
-  let pendingCount = 0;
-  for (const entry of entries.values()) {
-    liveBytes += entry.length;
-    if (!entry.done) pendingCount++;
-  }
+  let reader: Deno.FsFile = await Deno.open(path, { read: true });
+  const capacity = options.window ?? 1024;
   const compactAfter = options.compactAfterBytes ?? 1 << 20;
-  // While a compaction runs, appends and reads wait for it.
+
+  /** The window; see the module documentation. */
+  const entries = new Map<string, OutboxEntry>();
+  let windowPending = 0;
+  /** Pending submissions on disk only, all with their `add` line at or after `scanFrom`. */
+  let tailPending = 0;
+  let scanFrom = Infinity;
+  let fileBytes = opened.size;
+  let windowBytes = 0;
+  // While a compaction or a refill runs, appends and reads wait for it.
   let gate: Promise<void> | undefined;
+  const inFlight = new Set<Promise<unknown>>();
   let closed = false;
+
+  // Reads share one handle (seek, then read): one at a time.
+  let reads: Promise<unknown> = Promise.resolve();
+  const withReader = <T>(use: (file: Deno.FsFile) => Promise<T>): Promise<T> => {
+    const result = reads.then(() => use(reader));
+    reads = result.catch(() => {});
+    return result;
+  };
+  const readLine = (entry: OutboxEntry) =>
+    withReader((file) => readAt(file, entry.offset, entry.length));
+
+  const hold = (entry: OutboxEntry) => {
+    entries.set(entry.id, entry);
+    windowBytes += entry.length;
+    if (entry.done === false) windowPending++;
+  };
+  const forget = (entry: OutboxEntry) => {
+    if (entries.get(entry.id) !== entry) return;
+    entries.delete(entry.id);
+    windowBytes -= entry.length;
+  };
+
+  /**
+   * Reads the file from `from` and moves pending entries it finds, not already held, into the
+   * window until it holds `capacity`. At start (`atStart`) it also counts the pending ones it
+   * leaves on disk, and holds every submission that lacks its backup record, however many (few:
+   * those in flight at a crash), for recovery.
+   */
+  const scanTail = (from: number, atStart: boolean): Promise<TailScan> =>
+    withReader(async (file) => {
+      const fresh = new Map<string, OutboxEntry>();
+      const unrecorded = new Map<string, OutboxEntry>();
+      const scan: TailScan = { moved: 0, stopAt: undefined, left: 0, skipped: 0 };
+      await scanLines(file, from, (line, offset, length) => {
+        const head = parseHead(line);
+        if (head === undefined) return void scan.skipped++;
+        const id = head.id as string;
+        if (head.op === "add") {
+          if (entries.has(id)) return;
+          const entry = entryOf(head, offset, length);
+          if (entry === undefined) return void scan.skipped++;
+          if (scan.stopAt === undefined && entries.size + fresh.size < capacity) {
+            fresh.set(id, entry);
+            return;
+          }
+          scan.stopAt ??= offset;
+          if (!atStart) return;
+          if (entry.done === false) scan.left++;
+          if (entry.status === undefined) unrecorded.set(id, entry);
+          return;
+        }
+        const entry = fresh.get(id) ?? unrecorded.get(id);
+        if (entry === undefined) {
+          // Every line about a submission follows its add: read from the start, a `done` for
+          // one not held is for one left on disk.
+          if (atStart && head.op === "done" && !entries.has(id)) scan.left--;
+          return;
+        }
+        const wasPending = entry.done === false;
+        if (!applyOp(entry, head)) scan.skipped++;
+        if (finished(entry)) fresh.delete(id);
+        if (entry.status === undefined) return;
+        if (unrecorded.delete(id) && wasPending && entry.done !== false) scan.left--;
+      });
+      for (const entry of fresh.values()) {
+        // Pending ones join the window. At start so do delivered ones without their backup
+        // record (recovery writes it); later those are new submissions whose sender is being
+        // answered, which the callers' lane finishes.
+        if (entry.done === false) scan.moved++;
+        else if (!atStart) continue;
+        hold(entry);
+      }
+      for (const entry of unrecorded.values()) {
+        hold(entry);
+        if (entry.done === false) scan.left--;
+      }
+      return scan;
+    });
+
+  /** The window runs low and submissions wait on disk: read the next ones in. */
+  const refill = async () => {
+    if (closed || gate !== undefined || scanFrom === Infinity) return;
+    if (windowPending > capacity / 2) return;
+    let release = () => {};
+    gate = new Promise<void>((resolve) => (release = resolve));
+    try {
+      await Promise.allSettled(inFlight); // every tail add has its offset
+      const scan = await scanTail(scanFrom, false);
+      if (scan.stopAt === undefined) {
+        tailPending = 0;
+        scanFrom = Infinity;
+      } else {
+        tailPending = Math.max(0, tailPending - scan.moved);
+        scanFrom = scan.stopAt;
+      }
+    } finally {
+      gate = undefined;
+      release();
+    }
+  };
+
   const worthCompacting = () => {
-    const dead = fileBytes - liveBytes;
-    return dead >= compactAfter && dead > liveBytes;
+    const tailBytes = scanFrom === Infinity ? 0 : fileBytes - scanFrom;
+    const dead = fileBytes - windowBytes - tailBytes;
+    return dead >= compactAfter && dead > windowBytes + tailBytes;
+  };
+  const maybeCompact = () => {
+    if (!closed && gate === undefined && worthCompacting()) {
+      outbox.compact().catch(() => {}); // a failed compaction leaves the old file, still valid
+    }
   };
 
   const append = async (line: string): Promise<number> => {
@@ -290,32 +239,15 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
       // path names. Write what is held to a new file at the path first; throws while it cannot.
       await outbox.compact();
     }
-    const offset = await appender.append(line);
-    fileBytes = Math.max(fileBytes, offset + encoder.encode(line).byteLength);
-    return offset;
-  };
-
-  const forget = (entry: OutboxEntry) => {
-    if (entries.get(entry.id) !== entry) return;
-    entries.delete(entry.id);
-    liveBytes -= entry.length;
-  };
-
-  const maybeCompact = () => {
-    if (!closed && gate === undefined && worthCompacting()) {
-      outbox.compact().catch(() => {}); // a failed compaction leaves the old file, still valid
+    const written = appender.append(line);
+    inFlight.add(written);
+    try {
+      const offset = await written;
+      fileBytes = Math.max(fileBytes, offset + encoder.encode(line).byteLength);
+      return offset;
+    } finally {
+      inFlight.delete(written);
     }
-  };
-
-  // Reads share one handle (seek, then read): one at a time.
-  let reads: Promise<unknown> = Promise.resolve();
-  const readLine = (entry: OutboxEntry): Promise<string> => {
-    const line = reads.then(async () => {
-      reader ??= await Deno.open(path, { read: true });
-      return await readAt(reader, entry.offset, entry.length);
-    });
-    reads = line.catch(() => {});
-    return line;
   };
 
   const reopen = async () => {
@@ -331,17 +263,71 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
     appender = createGroupAppender(tracked);
   };
 
+  /**
+   * Copies the tail's lines from `from` to `out`: every submission's lines from its add on, except
+   * those held in the window (their state is folded into their compacted lines). Returns the bytes
+   * written.
+   */
+  const copyTail = (from: number, out: Deno.FsFile) =>
+    withReader(async (file) => {
+      const copied = new Set<string>();
+      let buffer: Uint8Array[] = [];
+      let buffered = 0;
+      let size = 0;
+      const flush = async () => {
+        const joined = new Uint8Array(buffered);
+        let at = 0;
+        for (const line of buffer) {
+          joined.set(line, at);
+          at += line.byteLength;
+        }
+        buffer = [];
+        buffered = 0;
+        await writeAll(out, joined);
+      };
+      await scanLines(file, from, (line, _offset, length) => {
+        const head = parseHead(line);
+        if (head === undefined) return; // a torn line
+        const id = head.id as string;
+        if (entries.has(id)) return;
+        if (head.op === "add") copied.add(id);
+        else if (!copied.has(id)) return; // about a submission already finished
+        const copy = new Uint8Array(length);
+        copy.set(line);
+        copy[length - 1] = 0x0a;
+        buffer.push(copy);
+        buffered += length;
+        size += length;
+        if (buffered >= 1 << 20) return flush();
+      });
+      await flush();
+      return size;
+    });
+
   const outbox: Outbox = {
     entries: () => entries.values(),
     get: (id) => entries.get(id),
     get pendingCount() {
-      return pendingCount;
+      return windowPending + tailPending;
     },
     async add(submission) {
       const line = addLine(submission);
-      const offset = await append(line);
+      // Oldest first: while submissions wait on disk, new ones wait behind them.
+      const toTail = scanFrom !== Infinity || windowPending >= capacity;
+      if (toTail) tailPending++;
+      let offset: number;
+      try {
+        offset = await append(line);
+      } catch (error) {
+        if (toTail) tailPending--;
+        throw error;
+      }
       const length = encoder.encode(line).byteLength;
-      entries.set(submission.id, {
+      if (toTail) {
+        scanFrom = Math.min(scanFrom, offset);
+        return;
+      }
+      hold({
         id: submission.id,
         ts: submission.ts,
         attempts: 0,
@@ -353,33 +339,39 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         offset,
         length,
       });
-      liveBytes += length;
-      pendingCount++;
     },
     async recorded(id, status) {
       const entry = entries.get(id);
-      if (entry === undefined) return;
-      entry.status = status;
-      if (entry.done) forget(entry);
+      if (entry !== undefined) {
+        entry.status = status;
+        if (finished(entry)) forget(entry);
+      }
       await append(JSON.stringify({ op: "recorded", id, status }) + "\n");
       maybeCompact();
     },
     async failed(id, ts, error) {
       const entry = entries.get(id);
-      if (entry === undefined) return;
-      entry.attempts++;
-      entry.firstError ??= error;
-      entry.lastError = error;
-      entry.lastTs = ts;
+      if (entry !== undefined) {
+        entry.attempts++;
+        entry.firstError ??= error;
+        entry.lastError = error;
+        entry.lastTs = ts;
+      }
       await append(JSON.stringify({ op: "failed", id, ts, error }) + "\n");
     },
     async done(id, ts, result) {
       const entry = entries.get(id);
-      if (entry === undefined || entry.done !== false) return;
-      entry.done = result;
-      pendingCount--;
-      if (entry.status !== undefined) forget(entry);
+      if (entry !== undefined) {
+        if (entry.done !== false) return;
+        entry.done = result;
+        windowPending--;
+        if (finished(entry)) forget(entry);
+      } else {
+        // A new submission whose add went to the tail (the window was full), sent by its caller.
+        tailPending = Math.max(0, tailPending - 1);
+      }
       await append(JSON.stringify({ op: "done", id, ts, result }) + "\n");
+      await refill();
       maybeCompact();
     },
     async read(id) {
@@ -407,6 +399,7 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         });
         const moved: Array<[OutboxEntry, number, number]> = [];
         let size = 0;
+        let tailSize = 0;
         try {
           const lines: string[] = [];
           for (const entry of entries.values()) {
@@ -417,24 +410,26 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
             moved.push([entry, size, length]);
             size += length;
             lines.push(line);
-            if (lines.length >= 256) await writeAll(out, lines.splice(0));
+            if (lines.length >= 256) await writeAll(out, encoder.encode(lines.splice(0).join("")));
           }
-          await writeAll(out, lines);
+          await writeAll(out, encoder.encode(lines.join("")));
+          if (scanFrom !== Infinity) tailSize = await copyTail(scanFrom, out);
           await out.syncData();
         } finally {
           out.close();
         }
         // Both files are whole: a crash before the rename keeps the old one, after it the new.
         await Deno.rename(temporary, path);
-        reader?.close();
+        reader.close();
         reader = await Deno.open(path, { read: true });
-        liveBytes = 0;
+        windowBytes = 0;
         for (const [entry, offset, length] of moved) {
           entry.offset = offset;
           entry.length = length;
-          liveBytes += length;
+          windowBytes += length;
         }
-        fileBytes = size;
+        if (scanFrom !== Infinity) scanFrom = size;
+        fileBytes = size + tailSize;
       } finally {
         // Appends go on in the file at the path, the new one if the rename happened.
         await reopen();
@@ -446,46 +441,20 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
       closed = true;
       while (gate !== undefined) await gate;
       await appender.close();
-      reader?.close();
-      reader = undefined;
+      reader.close();
     },
   };
+
+  const scan = await scanTail(0, true);
+  if (scan.stopAt !== undefined) {
+    scanFrom = scan.stopAt;
+    tailPending = Math.max(0, scan.left);
+  }
   if (worthCompacting()) await outbox.compact();
   return outbox;
 }
 
-/** The submissions of `entries`, read from the outbox at `path` (read only), in order. */
-export async function* readSubmissions(
-  path: string,
-  entries: Iterable<OutboxEntry>,
-): AsyncGenerator<OutboxSubmission> {
-  const file = await Deno.open(path, { read: true });
-  try {
-    for (const entry of entries) {
-      const submission = parseSubmissionLine(await readAt(file, entry.offset, entry.length));
-      if (submission !== undefined) yield submission;
-    }
-  } finally {
-    file.close();
-  }
-}
-
-/** The `length` bytes at `offset` of `file`, as text. */
-export async function readAt(file: Deno.FsFile, offset: number, length: number): Promise<string> {
-  await file.seek(offset, Deno.SeekMode.Start);
-  const bytes = new Uint8Array(length);
-  let got = 0;
-  while (got < bytes.byteLength) {
-    const n = await file.read(bytes.subarray(got));
-    if (n === null) throw new Error("outbox entry past the end of the file");
-    got += n;
-  }
-  return decoder.decode(bytes);
-}
-
-async function writeAll(file: Deno.FsFile, lines: readonly string[]): Promise<void> {
-  if (lines.length === 0) return;
-  const bytes = encoder.encode(lines.join(""));
+async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
   let written = 0;
   while (written < bytes.byteLength) written += await file.write(bytes.subarray(written));
 }

@@ -263,3 +263,95 @@ Deno.test("an outbox whose directory is gone refuses appends until it is back, t
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** Delivers and records `id`, as the queue and the answer do. */
+async function deliver(outbox: Awaited<ReturnType<typeof openOutbox>>, id: string) {
+  await outbox.recorded(id, 502);
+  await outbox.done(id, "2026-11-22T14:05:00Z", "delivered");
+}
+
+Deno.test("the outbox holds at most its window in memory; the rest wait on disk and come in oldest first as it drains", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path, { window: 4 });
+    const all = Array.from({ length: 10 }, () => submission());
+    for (const s of all) await outbox.add(s);
+    assert.equal(outbox.pendingCount, 10);
+    const held = () => [...outbox.entries()].map((entry) => entry.id);
+    assert.deepEqual(held(), all.slice(0, 4).map((s) => s.id));
+    const order: string[] = [];
+    while (outbox.pendingCount > 0) {
+      const [oldest] = outbox.entries();
+      assert.ok(oldest !== undefined, `${outbox.pendingCount} pending, none held`);
+      assert.ok([...outbox.entries()].length <= 4);
+      assert.equal((await outbox.read(oldest.id)).id, oldest.id);
+      order.push(oldest.id);
+      await deliver(outbox, oldest.id);
+    }
+    assert.deepEqual(order, all.map((s) => s.id));
+    // New submissions once the tail is drained are held again.
+    const late = submission();
+    await outbox.add(late);
+    assert.deepEqual(held(), [late.id]);
+    await outbox.close();
+  }));
+
+Deno.test("an outbox reopened with a long backlog holds the oldest, counts all, and holds unanswered ones for recovery", () =>
+  withDir(async (path) => {
+    const first = await openOutbox(path, { window: 100 });
+    const all = Array.from({ length: 10 }, () => submission());
+    for (const s of all) {
+      await first.add(s);
+      await first.recorded(s.id, 502);
+    }
+    await first.failed(all[0]!.id, "2026-11-22T14:04:00Z", "timeout");
+    await first.done(all[6]!.id, "2026-11-22T14:04:00Z", "delivered");
+    await first.done(all[7]!.id, "2026-11-22T14:04:00Z", "given_up");
+    const unanswered = submission(); // a crash before its sender was answered
+    await first.add(unanswered);
+    await first.close();
+
+    const outbox = await openOutbox(path, { window: 3 });
+    assert.deepEqual(
+      [...outbox.entries()].map((entry) => entry.id),
+      [...all.slice(0, 3).map((s) => s.id), unanswered.id],
+    );
+    assert.equal(outbox.get(all[0]!.id)!.attempts, 1);
+    assert.equal(outbox.pendingCount, 9);
+    const order: string[] = [];
+    for (let entry = outbox.entries().next().value; entry !== undefined;) {
+      order.push(entry.id);
+      await deliver(outbox, entry.id);
+      entry = outbox.entries().next().value;
+    }
+    const expected = [0, 1, 2].map((i) => all[i]!.id).concat(unanswered.id)
+      .concat([3, 4, 5, 8, 9].map((i) => all[i]!.id));
+    assert.deepEqual(order, expected);
+    assert.equal(outbox.pendingCount, 0);
+    await outbox.close();
+  }));
+
+Deno.test("compaction keeps every submission waiting on disk beyond the window, with its state", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path, { window: 3 });
+    const all = Array.from({ length: 10 }, () => submission("z".repeat(100)));
+    for (const s of all) await outbox.add(s);
+    for (const s of all) await outbox.recorded(s.id, 502);
+    await outbox.failed(all[8]!.id, "2026-11-22T14:04:00Z", "timeout"); // on disk only
+    await deliver(outbox, all[0]!.id);
+    await outbox.compact();
+    const { entries, skipped } = await loadOutbox(path);
+    assert.equal(skipped, 0);
+    assert.deepEqual([...entries.keys()], all.slice(1).map((s) => s.id));
+    assert.equal(entries.get(all[8]!.id)!.attempts, 1);
+    assert.equal(entries.get(all[8]!.id)!.status, 502);
+    // Reads and the drain go on in the compacted file.
+    const order: string[] = [];
+    for (let entry = outbox.entries().next().value; entry !== undefined;) {
+      assert.deepEqual(await outbox.read(entry.id), all.find((s) => s.id === entry!.id));
+      order.push(entry.id);
+      await deliver(outbox, entry.id);
+      entry = outbox.entries().next().value;
+    }
+    assert.deepEqual(order, all.slice(1).map((s) => s.id));
+    await outbox.close();
+  }));
