@@ -6,17 +6,18 @@
  * @module
  */
 import { openBackupFile } from "./lib/backup.ts";
-import { runCli } from "./lib/cli.ts";
+import { runCli, type ServeOptions } from "./lib/cli.ts";
 import { ConfigError, parseConfig } from "./lib/config.ts";
 import { DeliveryQueue } from "./lib/delivery.ts";
 import { EXAMPLE_PAGE_URL } from "./lib/example_page.ts";
 import type { Appender } from "./lib/group_commit.ts";
 import { createHandler } from "./lib/handler.ts";
+import { keepServing, type KeptServing, pause } from "./lib/keep_serving.ts";
 import { createLogger, describeError, type Logger } from "./lib/log.ts";
 import { tallyRefusals } from "./lib/log_tally.ts";
 import { loadOutbox, openOutbox, type Outbox, outboxPath, readSubmissions } from "./lib/outbox.ts";
 import { Pacer } from "./lib/pacer.ts";
-import { type NeededPermission, permissionGaps } from "./lib/permissions.ts";
+import { type NeededPermission, permissionGaps, permissionLine } from "./lib/permissions.ts";
 import { RateLimiter } from "./lib/rate_limit.ts";
 import { recoverRecords } from "./lib/recovery.ts";
 import type { Settings } from "./lib/settings.ts";
@@ -29,7 +30,7 @@ const encoder = new TextEncoder();
 const granted = (permission: NeededPermission) =>
   Deno.permissions.querySync(permission).state === "granted";
 
-async function serve(settings: Settings): Promise<number> {
+async function serve(settings: Settings, options: ServeOptions): Promise<number> {
   const token = settings.MESSENGER_BOT_TOKEN?.trim();
   const log: Logger = createLogger(
     (line, level) => (level === "info" ? Deno.stdout : Deno.stderr).writeSync(encoder.encode(line)),
@@ -137,6 +138,7 @@ async function serve(settings: Settings): Promise<number> {
   const handler = createHandler({
     now: Date.now,
     trustedProxies: config.trustedProxies,
+    realIpHeader: config.realIpHeader,
     limiter: new RateLimiter({ limit: 5, windowMs: 60_000, maxEntries: 1_000_000 }),
     outbox,
     queue,
@@ -147,17 +149,25 @@ async function serve(settings: Settings): Promise<number> {
     examplePage,
   });
 
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  const serveOptions: Deno.ServeTcpOptions = {
+    hostname: config.host,
+    port: config.port,
+    onListen: ({ hostname, port }) => log("info", { event: "listening", hostname, port }),
+    onError: (error) => {
+      log("error", { event: "internal_error", status: 500, error: describeError(error) });
+      return new Response(null, { status: 500 });
+    },
+  };
+  let server: KeptServing;
   try {
-    server = Deno.serve({
-      hostname: config.host,
-      port: config.port,
-      onListen: ({ hostname, port }) => log("info", { event: "listening", hostname, port }),
-      onError: (error) => {
-        log("error", { event: "internal_error", status: 500, error: describeError(error) });
-        return new Response(null, { status: 500 });
-      },
-    }, handler);
+    // Out of descriptors, Deno's accept loop ends: listen again rather than end the process.
+    server = keepServing({
+      first: Deno.serve(serveOptions, handler),
+      start: () => Deno.serve({ ...serveOptions, onListen: () => {} }, handler),
+      log,
+      now: () => performance.now(),
+      sleep: pause,
+    });
   } catch (error) {
     log("error", { event: "listen_failed", error: describeError(error) });
     queue?.close();
@@ -165,7 +175,10 @@ async function serve(settings: Settings): Promise<number> {
     return 1;
   }
 
-  const stop = (signal: Deno.Signal) => {
+  let stopping = false;
+  const stop = (signal: Deno.Signal | "stdin_eof") => {
+    if (stopping) return;
+    stopping = true;
     log("info", { event: "stopping", signal });
     // Waiting senders are answered now ("saved, will be delivered"): what is left stays in the
     // outbox for the next start. shutdown() stops accepting and waits for in-flight requests
@@ -175,6 +188,23 @@ async function serve(settings: Settings): Promise<number> {
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
+  // SIGHUP stops gracefully too (decided, not ignored): it means the terminal or session that
+  // started the service is gone, and there is nothing to reload (settings and permissions are
+  // read once; the unit has no ExecReload=). Its default would end the process at once, with
+  // in-flight senders unanswered and their records unwritten.
+  Deno.addSignalListener("SIGHUP", () => stop("SIGHUP"));
+  if (options.stopOnStdinEof === true) {
+    // deno task start's launcher holds the other end of stdin: its end (even by SIGKILL, which
+    // it cannot forward) closes the pipe, and the service stops with it instead of living on.
+    (async () => {
+      try {
+        for await (const _ of Deno.stdin.readable) { /* the launcher never writes */ }
+      } catch {
+        // A read error means the pipe is gone too.
+      }
+      stop("stdin_eof");
+    })();
+  }
   // A file-size limit (RLIMIT_FSIZE, systemd LimitFSIZE=) must fail the write, not kill the
   // process: with SIGXFSZ handled, the write returns EFBIG and the answer stays honest.
   Deno.addSignalListener("SIGXFSZ", () => {});
@@ -192,9 +222,10 @@ const line = (stream: { writeSync(bytes: Uint8Array): number }) => (text: string
   stream.writeSync(encoder.encode(`${text}\n`));
 };
 
-if (import.meta.main) {
-  Deno.exit(
-    await runCli(Deno.args, {
+/** Runs the command line; a missing permission ends as one line naming what to grant. */
+async function main(): Promise<number> {
+  try {
+    return await runCli(Deno.args, {
       version: denoJson.version,
       env: (name) => Deno.env.get(name),
       readTextFile: (path) => Deno.readTextFile(path),
@@ -206,6 +237,13 @@ if (import.meta.main) {
       out: line(Deno.stdout),
       err: line(Deno.stderr),
       serve,
-    }),
-  );
+    });
+  } catch (error) {
+    const text = permissionLine(error);
+    if (text === undefined) throw error;
+    line(Deno.stderr)(text);
+    return 1;
+  }
 }
+
+if (import.meta.main) Deno.exit(await main());

@@ -1,6 +1,6 @@
 -- wrk script for the contactd benchmark. Configured by environment variables:
 --   BENCH_METHOD, BENCH_PATH, BENCH_BODY  the request (BENCH_BODY empty: no body)
---   BENCH_ADDR  "none" | "v4" | "v6": X-Real-IP per request, a new address every time
+--   BENCH_ADDR  "none" | "v4" | "v6": X-Forwarded-For per request, a new address every time
 --               (v4: PREFIX.x.y.z; v6: 2001:db8:PREFIX::x:y, all in one /64)
 --   BENCH_PREFIX  first octet (v4) or third group (v6), so cases never share addresses
 --   BENCH_LIMIT   stop after this many requests (0: run for the duration)
@@ -27,14 +27,14 @@ if addr == "none" then
   wrk.body = body
   if body then wrk.headers["Content-Type"] = contentType end
 else
-  -- The same bytes wrk.format() would send, with X-Real-IP last.
+  -- The same bytes wrk.format() would send, with X-Forwarded-For last.
   local head, tail
   function init(args)
     head = method .. " " .. path .. " HTTP/1.1\r\nHost: " .. wrk.headers["Host"] .. "\r\n"
     if body then
       head = head .. "Content-Type: " .. contentType .. "\r\nContent-Length: " .. #body .. "\r\n"
     end
-    head = head .. "X-Real-IP: "
+    head = head .. "X-Forwarded-For: "
     tail = "\r\n\r\n" .. (body or "")
   end
   local format, floor = string.format, math.floor

@@ -22,27 +22,34 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** Starts contactd against the Bot API at `apiUrl`. */
-export function startContactd(apiUrl: string): Promise<Server> {
+/** The bot token the benchmark's contactd uses (the fakes accept it). */
+export const BENCH_TOKEN = "123456:bench-token";
+
+/** Starts contactd against the Bot API at `apiUrl`, chat 1, with `settings` on top. */
+export function startContactd(
+  apiUrl: string,
+  settings: Record<string, string> = {},
+): Promise<Server> {
   return start("contactd", (port, file) =>
     serviceCommand({
       PORT: String(port),
       MESSAGES_FILE: file,
-      MESSENGER_BOT_TOKEN: "123456:bench-token",
+      MESSENGER_BOT_TOKEN: BENCH_TOKEN,
       MESSENGER_CHAT_ID: "1",
       MESSENGER_API_URL: apiUrl,
+      ...settings,
     }));
 }
 
-/** Starts the floor (bench/floor.ts) against the Bot API at `apiUrl`; `mode` "refusal" too. */
+/** Starts the floor (bench/floor.ts) against the Bot API at `apiUrl`; `mode` "refusal" or "durable". */
 export function startFloor(apiUrl: string, mode = "io"): Promise<Server> {
   return start("floor", (port, file) => ({
     args: [
       "run",
       "--no-prompt",
       "--allow-net=127.0.0.1",
-      `--allow-read=${file}`,
-      `--allow-write=${file}`,
+      `--allow-read=${file},${file}.outbox`,
+      `--allow-write=${file},${file}.outbox`,
       "--allow-env=PORT,MESSENGER_API_URL,MESSAGES_FILE,FLOOR",
       FLOOR,
     ],

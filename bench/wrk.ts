@@ -24,7 +24,7 @@ export interface Load {
   readonly method?: "GET" | "POST";
   readonly path: string;
   readonly body?: string;
-  /** A new X-Real-IP per request: IPv4 or IPv6 (all in one /64), or none. */
+  /** A new X-Forwarded-For per request: IPv4 or IPv6 (all in one /64), or none. */
   readonly addresses?: "none" | "v4" | "v6";
   /** First IPv4 octet or IPv6 group, so cases never reuse an address. */
   readonly prefix?: number;

@@ -14,7 +14,18 @@ import {
   pendingCommand,
   sendTestCommand,
 } from "./commands.ts";
+import { BUILD_SETTINGS } from "./permissions.ts";
 import { mergeSettings, readSettings, type Settings } from "./settings.ts";
+
+/**
+ * `--built-default NAME=VALUE`: a default baked into a binary by `deno task compile` (arguments
+ * after the script come before the operator's). Only the settings its permissions were built
+ * for; the env file and the environment still win.
+ */
+export const BUILT_DEFAULT_FLAG = "--built-default";
+
+/** Defaults baked into a binary, by setting name. */
+export type BuiltDefaults = Readonly<Partial<Record<typeof BUILD_SETTINGS[number], string>>>;
 
 /** The commands, `serve` being the default. */
 export const COMMANDS = {
@@ -36,7 +47,8 @@ const SETTING_HELP: Record<SettingName, string> = {
   HOST: "listen address",
   PORT: "listen port",
   MESSENGER_API_URL: "Bot API base URL",
-  TRUSTED_PROXIES: 'addresses/CIDRs whose X-Real-IP/X-Forwarded-For are believed, or "none"',
+  TRUSTED_PROXIES: 'proxies (addresses/CIDRs) whose REAL_IP_HEADER is believed, or "none"',
+  REAL_IP_HEADER: "X-Forwarded-For (walked from the right past TRUSTED_PROXIES) or X-Real-IP",
   MESSENGER_TIMEOUT_MS: "time limit of one Bot API call, 100 to 120000 ms",
   DELIVERY_WAIT_MS: "how long a sender waits for delivery before 502 'saved', 1000 to 30000 ms",
   DELIVERY_MAX_AGE: "undelivered messages older than this are given up: 90m, 36h, 7d (1m-365d)",
@@ -46,7 +58,7 @@ const SETTING_HELP: Record<SettingName, string> = {
 
 /** What the command line asked for. */
 export type Invocation =
-  | { readonly kind: "help" }
+  | { readonly kind: "help"; readonly builtDefaults?: BuiltDefaults }
   | { readonly kind: "version" }
   | {
     readonly kind: "run";
@@ -54,7 +66,19 @@ export type Invocation =
     readonly envFile?: string;
     /** `pending --with-text`: show the messages themselves. */
     readonly withText?: boolean;
+    readonly builtDefaults?: BuiltDefaults;
+    /** `--stop-on-stdin-eof`: see {@linkcode ServeOptions}. */
+    readonly stopOnStdinEof?: boolean;
   };
+
+/** How `serve` runs. */
+export interface ServeOptions {
+  /**
+   * Stop gracefully when standard input reaches its end: `deno task start` holds the other end
+   * of the pipe, so the service ends with its launcher, even one killed by SIGKILL.
+   */
+  readonly stopOnStdinEof?: boolean;
+}
 
 /** A command line that cannot be understood; the message fits one line. */
 class UsageError extends Error {
@@ -70,6 +94,8 @@ export function parseCommandLine(args: readonly string[]): Invocation {
       options: {
         "env-file": { type: "string" },
         "with-text": { type: "boolean" },
+        "stop-on-stdin-eof": { type: "boolean" },
+        [BUILT_DEFAULT_FLAG.slice(2)]: { type: "string", multiple: true },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "V" },
       },
@@ -79,7 +105,9 @@ export function parseCommandLine(args: readonly string[]): Invocation {
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message.split("\n")[0] : String(error));
   }
-  if (parsed.values.help) return { kind: "help" };
+  const builtDefaults = parseBuiltDefaults(parsed.values[BUILT_DEFAULT_FLAG.slice(2)]);
+  const built = Object.keys(builtDefaults).length > 0 ? { builtDefaults } : {};
+  if (parsed.values.help) return { kind: "help", ...built };
   if (parsed.values.version) return { kind: "version" };
   const [command = "serve", ...rest] = parsed.positionals;
   if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command "${command}"`);
@@ -93,14 +121,42 @@ export function parseCommandLine(args: readonly string[]): Invocation {
     command: command as CommandName,
     ...(envFile === undefined ? {} : { envFile }),
     ...(withText ? { withText } : {}),
+    ...built,
+    ...(parsed.values["stop-on-stdin-eof"] === true ? { stopOnStdinEof: true } : {}),
   };
 }
 
+function parseBuiltDefaults(values: unknown): BuiltDefaults {
+  const defaults: Partial<Record<typeof BUILD_SETTINGS[number], string>> = {};
+  for (const item of Array.isArray(values) ? values as string[] : []) {
+    const eq = item.indexOf("=");
+    const name = item.slice(0, eq) as typeof BUILD_SETTINGS[number];
+    if (eq < 0 || !BUILD_SETTINGS.includes(name)) {
+      throw new UsageError(`${BUILT_DEFAULT_FLAG} takes one of ${BUILD_SETTINGS.join(", ")}=VALUE`);
+    }
+    defaults[name] = item.slice(eq + 1);
+  }
+  return defaults;
+}
+
+/**
+ * Fills the settings a binary was built with where the env file and the environment leave them
+ * unset or blank (blank means "the default", and the built value is this binary's default).
+ */
+export function withBuiltDefaults(settings: Settings, builtDefaults: BuiltDefaults): Settings {
+  const result: Settings = { ...settings };
+  for (const name of BUILD_SETTINGS) {
+    const built = builtDefaults[name];
+    if (built !== undefined && (result[name] ?? "").trim() === "") result[name] = built;
+  }
+  return result;
+}
+
 /** The `--help` text: every command and every setting with its default. */
-export function helpText(version: string): string {
+export function helpText(version: string, builtDefaults: BuiltDefaults = {}): string {
   const width = Math.max(...SETTING_NAMES.map((name) => name.length));
   const commandWidth = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
-  const defaults: Readonly<Record<string, string>> = DEFAULTS;
+  const defaults: Readonly<Record<string, string>> = { ...DEFAULTS, ...builtDefaults };
   return [
     `contactd ${version}: relays contact-form submissions to a Telegram chat`,
     "",
@@ -112,9 +168,11 @@ export function helpText(version: string): string {
     ...Object.entries(COMMANDS).map(([name, text]) => `  ${name.padEnd(commandWidth)}  ${text}`),
     "",
     "Options:",
-    "  --env-file PATH  also read settings from PATH (KEY=value lines); the environment wins",
-    "  -h, --help       print this help",
-    "  -V, --version    print the version",
+    "  --env-file PATH      also read settings from PATH (KEY=value lines); the environment wins",
+    "  --stop-on-stdin-eof  stop serving when standard input ends (deno task start passes it)",
+    "  --built-default N=V  a default baked in by deno task compile; env file and environment win",
+    "  -h, --help           print this help",
+    "  -V, --version        print the version",
     "",
     "Settings (environment variables):",
     ...SETTING_NAMES.map((name) => {
@@ -134,7 +192,7 @@ export interface CliIo extends CommandIo {
   readonly env: (name: SettingName) => string | undefined;
   readonly readTextFile: (path: string) => Promise<string>;
   /** Runs the service until it stops; returns the exit code. */
-  readonly serve: (settings: Settings) => Promise<number>;
+  readonly serve: (settings: Settings, options: ServeOptions) => Promise<number>;
 }
 
 /** Runs the command line; returns the exit code (2 for a usage error). */
@@ -148,7 +206,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   if (invocation.kind === "help") {
-    io.out(helpText(io.version).trimEnd());
+    io.out(helpText(io.version, invocation.builtDefaults).trimEnd());
     return 0;
   }
   if (invocation.kind === "version") {
@@ -164,10 +222,16 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       return 1;
     }
   }
-  const settings = mergeSettings(fromFile, readSettings(io.env));
+  const settings = withBuiltDefaults(
+    mergeSettings(fromFile, readSettings(io.env)),
+    invocation.builtDefaults ?? {},
+  );
   switch (invocation.command) {
     case "serve":
-      return await io.serve(settings);
+      return await io.serve(
+        settings,
+        invocation.stopOnStdinEof === true ? { stopOnStdinEof: true } : {},
+      );
     case "check":
       return await checkCommand(settings, io);
     case "chat-id":

@@ -1,6 +1,5 @@
 /**
- * Choosing the address a request is attributed to, honouring forwarding
- * headers only when they were set by a proxy we trust.
+ * The client's address: the TCP peer, or what a trusted proxy's header names (REAL_IP_HEADER).
  *
  * @module
  */
@@ -8,19 +7,39 @@
 import { canonicalIp, type Cidr, cidrContains, formatIp, type IpAddress, parseIp } from "./ip.ts";
 
 /**
- * Decides which address a request is counted and recorded under.
- *
- * `peer` is the TCP peer's hostname as Deno reports it. Only when the peer
- * lies inside one of `trusted` is a forwarded address considered: `X-Real-IP`
- * if present, otherwise the rightmost non-empty `X-Forwarded-For` entry (the
- * one our proxy appended; entries further left are client-controlled). A
- * candidate that is not a valid address falls back to the peer, so a broken
- * or hostile header can never yield an empty or arbitrary key.
- *
- * The result is canonical (see {@linkcode formatIp}; IPv4-mapped IPv6
- * becomes IPv4). It is never empty and this function never throws.
+ * The header a trusted proxy names the client in (`REAL_IP_HEADER`, lower-case): appended
+ * `X-Forwarded-For` (nginx `$proxy_add_x_forwarded_for` and most proxies), or `X-Real-IP` set
+ * (never passed through) by the proxy itself.
  */
-export function clientAddress(peer: string, headers: Headers, trusted: readonly Cidr[]): string {
+export type RealIpHeader = "x-forwarded-for" | "x-real-ip";
+
+/** The values `REAL_IP_HEADER` accepts (compared case-insensitively), the default first. */
+export const REAL_IP_HEADERS: readonly RealIpHeader[] = ["x-forwarded-for", "x-real-ip"];
+
+/**
+ * Decides which address a request is counted and recorded under, the way nginx's realip
+ * module does with `real_ip_recursive on`.
+ *
+ * `peer` is the TCP peer's hostname as Deno reports it. Unless the peer lies inside one of
+ * `trusted`, it is the answer and no header is read. From a trusted peer:
+ * - `x-forwarded-for` (the default): the header is walked from the right, skipping blank
+ *   entries and entries inside `trusted` (proxies of the chain); the first entry that is not
+ *   trusted is the client. An entry that is not an address stops the walk: the last trusted
+ *   hop (or the peer) is the answer, never anything to the left of the garbage. When every
+ *   entry is trusted, the leftmost is the answer. `X-Real-IP` is not read.
+ * - `x-real-ip`: the header's address, or the peer when it is absent or not an address
+ *   (repeated headers arrive joined as "a, b" and count as garbage). `X-Forwarded-For` is not
+ *   read.
+ *
+ * The result is canonical (see {@linkcode formatIp}; IPv4-mapped IPv6 becomes IPv4). It is
+ * never empty and this function never throws.
+ */
+export function clientAddress(
+  peer: string,
+  headers: Headers,
+  trusted: readonly Cidr[],
+  header: RealIpHeader = "x-forwarded-for",
+): string {
   let peerIp: IpAddress | null;
   if (peer === lastPeer && trusted === lastTrusted) {
     peerIp = lastPeerIp; // behind a proxy, every request comes from the same peer
@@ -31,11 +50,16 @@ export function clientAddress(peer: string, headers: Headers, trusted: readonly 
       return text === "" ? "unknown" : text;
     }
     [lastPeer, lastTrusted, lastPeerIp] = [peer, trusted, peerIp];
-    lastPeerTrusted = trusted.some((cidr) => cidrContains(cidr, peerIp!));
+    lastPeerTrusted = isTrusted(peerIp, trusted);
+    lastPeerText = formatIp(peerIp);
   }
-  if (!lastPeerTrusted) return formatIp(peerIp);
-  const candidate = forwardedCandidate(headers);
-  return (candidate === null ? null : canonicalIp(candidate)) ?? formatIp(peerIp);
+  if (!lastPeerTrusted) return lastPeerText;
+  if (header === "x-real-ip") {
+    const realIp = headers.get("x-real-ip");
+    return (realIp === null ? null : canonicalIp(realIp)) ?? lastPeerText;
+  }
+  const forwardedFor = headers.get("x-forwarded-for");
+  return forwardedFor === null ? lastPeerText : walkForwardedFor(forwardedFor, trusted);
 }
 
 // The last peer seen and whether it is trusted; the answer depends only on (peer, trusted).
@@ -43,22 +67,29 @@ let lastPeer = "";
 let lastTrusted: readonly Cidr[] | undefined;
 let lastPeerIp: IpAddress = { version: 4, bytes: new Uint8Array(4) };
 let lastPeerTrusted = false;
+let lastPeerText = "0.0.0.0";
 
-/** The address a trusted proxy claims for the client, unparsed, if any. */
-function forwardedCandidate(headers: Headers): string | null {
-  // Repeated X-Real-IP headers arrive joined as "a, b" and then fail to parse,
-  // which is intended: a proxy sends exactly one.
-  const realIp = headers.get("x-real-ip");
-  if (realIp !== null) return realIp;
-  const forwardedFor = headers.get("x-forwarded-for");
-  if (forwardedFor === null) return null;
-  // Scan from the right so a long client-supplied prefix costs nothing.
-  let end = forwardedFor.length;
+function isTrusted(ip: IpAddress, trusted: readonly Cidr[]): boolean {
+  for (const cidr of trusted) if (cidrContains(cidr, ip)) return true;
+  return false;
+}
+
+/**
+ * The client named by `value` (an `X-Forwarded-For` from a trusted peer), scanned from the
+ * right so a long client-written prefix costs nothing; `lastPeerText` when no entry counts.
+ */
+function walkForwardedFor(value: string, trusted: readonly Cidr[]): string {
+  let hop = lastPeerText; // the last trusted hop: the peer until an entry is trusted
+  let end = value.length;
   while (end > 0) {
-    const comma = forwardedFor.lastIndexOf(",", end - 1);
-    const entry = forwardedFor.slice(comma + 1, end).trim();
-    if (entry !== "") return entry;
+    const comma = value.lastIndexOf(",", end - 1);
+    const entry = value.slice(comma + 1, end);
     end = comma < 0 ? 0 : comma;
+    if (entry.trim() === "") continue;
+    const ip = parseIp(entry);
+    if (ip === null) return hop; // garbage: nothing to its left is believed
+    hop = formatIp(ip);
+    if (!isTrusted(ip, trusted)) return hop;
   }
-  return null;
+  return hop; // every entry trusted: the leftmost
 }

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { REAL_IP_HEADERS, type RealIpHeader } from "./client_address.ts";
 import { type Cidr, parseCidr } from "./ip.ts";
 
 /** Every setting contactd reads, in the order the docs list them. */
@@ -14,6 +15,7 @@ export const SETTING_NAMES = [
   "PORT",
   "MESSENGER_API_URL",
   "TRUSTED_PROXIES",
+  "REAL_IP_HEADER",
   "MESSENGER_TIMEOUT_MS",
   "DELIVERY_WAIT_MS",
   "DELIVERY_MAX_AGE",
@@ -31,6 +33,7 @@ export const DEFAULTS = {
   PORT: "8787",
   MESSENGER_API_URL: "https://api.telegram.org",
   TRUSTED_PROXIES: "127.0.0.1/8,::1",
+  REAL_IP_HEADER: "X-Forwarded-For",
   MESSENGER_TIMEOUT_MS: "10000",
   DELIVERY_WAIT_MS: "10000",
   DELIVERY_MAX_AGE: "7d",
@@ -57,6 +60,8 @@ export interface Config {
   readonly apiUrl: string;
   /** Peers whose `X-Real-IP`/`X-Forwarded-For` are believed; empty when set to `none`. */
   readonly trustedProxies: readonly Cidr[];
+  /** The header a trusted proxy names the client in (lib/client_address.ts), lower-case. */
+  readonly realIpHeader: RealIpHeader;
   /** Time limit of one Bot API call. */
   readonly timeoutMs: number;
   /** How long a sender waits for its own delivery before being told it comes later. */
@@ -138,6 +143,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     port,
     apiUrl: parseApiUrl(get("MESSENGER_API_URL") ?? DEFAULTS.MESSENGER_API_URL),
     trustedProxies: parseTrustedProxies(get("TRUSTED_PROXIES") ?? DEFAULTS.TRUSTED_PROXIES),
+    realIpHeader: parseRealIpHeader(get("REAL_IP_HEADER") ?? DEFAULTS.REAL_IP_HEADER),
     timeoutMs: parseTimeout(get("MESSENGER_TIMEOUT_MS") ?? DEFAULTS.MESSENGER_TIMEOUT_MS),
     deliveryWaitMs: parseDeliveryWait(get("DELIVERY_WAIT_MS") ?? DEFAULTS.DELIVERY_WAIT_MS),
     deliveryMaxAgeMs: parseDuration(
@@ -195,6 +201,13 @@ function parseApiUrl(text: string): string {
       `"MESSENGER_API_URL" must be an http(s) URL without credentials, query or fragment`,
     );
   }
+  if (!/^(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$/.test(url.hostname)) {
+    // A "," (also written %2c) or other odd character would split or bend the --allow-net list.
+    throw new ConfigError(
+      "MESSENGER_API_URL",
+      `"MESSENGER_API_URL" must have a host of letters, digits, ".", "-" and "_", or an IP address`,
+    );
+  }
   return url.href.replace(/\/+$/, "");
 }
 
@@ -250,6 +263,13 @@ function parseTrustedProxies(text: string): Cidr[] {
   );
 }
 
+/** `X-Forwarded-For` or `X-Real-IP`, in any case. */
+function parseRealIpHeader(text: string): RealIpHeader {
+  const header = REAL_IP_HEADERS.find((name) => name === text.toLowerCase());
+  if (header !== undefined) return header;
+  throw new ConfigError("REAL_IP_HEADER", `"REAL_IP_HEADER" must be X-Forwarded-For or X-Real-IP`);
+}
+
 /** Parses each non-blank item of a comma list; the first one `parse` refuses stops start-up. */
 function parseCommaList<T>(
   setting: SettingName,
@@ -258,14 +278,16 @@ function parseCommaList<T>(
   expected: string,
 ): T[] {
   const result: T[] = [];
-  for (const item of text.split(",")) {
+  for (const [index, item] of text.split(",").entries()) {
     const trimmed = item.trim();
     if (trimmed === "") continue;
     const value = parse(trimmed);
     if (value === undefined) {
+      // The item is named by position, never echoed: a value that swallowed the next line of an
+      // env file (a lost newline) may hold the bot token.
       throw new ConfigError(
         setting,
-        `"${setting}" must be a comma list of ${expected}; "${trimmed.slice(0, 60)}" is not one`,
+        `"${setting}" must be a comma list of ${expected}; item ${index + 1} is not one`,
       );
     }
     result.push(value);

@@ -7,7 +7,7 @@ import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
 import { accept, type AcceptDeps } from "./accept.ts";
 import { formatTimestamp } from "./backup.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
-import { clientAddress } from "./client_address.ts";
+import { clientAddress, type RealIpHeader } from "./client_address.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { parseFormPost } from "./form_post.ts";
 import type { Cidr } from "./ip.ts";
@@ -22,6 +22,8 @@ export interface ContactDeps extends AcceptDeps {
   /** The clock, in milliseconds since the epoch (`Date.now`); read once per request. */
   readonly now: () => number;
   readonly trustedProxies: readonly Cidr[];
+  /** `REAL_IP_HEADER`: the header trusted proxies name the client in; default X-Forwarded-For. */
+  readonly realIpHeader?: RealIpHeader;
   readonly limiter: RateLimiter;
   /** `ALLOWED_ORIGINS`; empty means no CORS and no `Origin` check. */
   readonly allowedOrigins: readonly string[];
@@ -70,7 +72,12 @@ export function handleContact(
     return answer.error("origin_not_allowed");
   }
 
-  const ip = clientAddress(info.remoteAddr.hostname, request.headers, deps.trustedProxies);
+  const ip = clientAddress(
+    info.remoteAddr.hostname,
+    request.headers,
+    deps.trustedProxies,
+    deps.realIpHeader,
+  );
   const decision = deps.limiter.take(rateLimitKey(ip), nowMs);
   if (!decision.allowed) {
     outcome(deps.log, 429, "rate_limited");
@@ -108,11 +115,23 @@ function withinBody(
   const { kind, answer } = context;
   if (!body.ok && body.reason === "timeout") {
     outcome(deps.log, 408, "request_timeout");
-    return answer.error("request_timeout", { headers: { connection: "close" } });
+    // The body is left unread, so the connection closes. Deno's HTTP layer says so itself
+    // (`connection: close`) for a Content-Length body, not for a chunked one: one header each.
+    return answer.error(
+      "request_timeout",
+      context.request.headers.has("content-length") ? {} : {
+        headers: { connection: "close" },
+      },
+    );
   }
   if (!body.ok) {
     outcome(deps.log, 413, "payload_too_large");
-    return answer.error("payload_too_large", { headers: { connection: "close" } });
+    return answer.error(
+      "payload_too_large",
+      context.request.headers.has("content-length") ? {} : {
+        headers: { connection: "close" },
+      },
+    );
   }
   if (kind === undefined) {
     outcome(deps.log, 415, "unsupported_media_type");

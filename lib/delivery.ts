@@ -10,10 +10,13 @@
  *
  * A `429` pauses everything for its `retry_after` (at most an hour). Any other failure schedules
  * the submission's next try with exponential back-off and jitter (lib/retry_schedule.ts), and
- * backs the backlog off as a whole for as long as the failures have lasted (an outage is tried
- * now and then, not once per submission); the first success ends that. Failures that only the operator can fix (lib/telegram.ts
- * `failureKind` "settings") pause the backlog until a send succeeds or contactd restarts; new
- * submissions still try once each. Submissions older than `maxAgeMs` are given up.
+ * backs the queue off as a whole for as long as the failures have lasted (an outage is tried now
+ * and then, not once per submission); the first success ends that. Once two sends in a row have
+ * failed, new senders are answered at once ("queued") while it is backed off: their submissions
+ * join the backlog, oldest first.
+ * Failures that only the operator can fix (lib/telegram.ts `failureKind` "settings") pause the
+ * backlog until a send succeeds or contactd restarts; new submissions still try once each.
+ * Submissions older than `maxAgeMs` are given up.
  *
  * @module
  */
@@ -77,6 +80,9 @@ export type DeliveryOutcome =
 /** While callers wait, this many of their sends go before one backlog send. */
 const CALLER_SENDS_PER_BACKLOG_SEND = 3;
 
+/** Failed sends in a row that make an outage: new senders are then answered at once. */
+const OUTAGE_AFTER_FAILURES = 2;
+
 /** A new submission and its waiting sender. */
 interface CallerJob {
   readonly submission: OutboxSubmission;
@@ -115,6 +121,9 @@ export class DeliveryQueue {
   #backlogResumeAt = -Infinity;
   /** Why the backlog is paused until a send succeeds (a settings problem), if it is. */
   #settingsProblem: string | undefined;
+  /** The last failure's reason, and how many sends failed in a row. */
+  #lastError = "";
+  #failuresInRow = 0;
   #inFlight: string | undefined;
   #callerStreak = 0;
   #closed = false;
@@ -339,6 +348,8 @@ export class DeliveryQueue {
     }
     if (result.ok) {
       this.#outageSince = undefined;
+      this.#lastError = "";
+      this.#failuresInRow = 0;
       this.#backlogResumeAt = -Infinity;
       if (this.#settingsProblem !== undefined) {
         this.#settingsProblem = undefined;
@@ -391,6 +402,8 @@ export class DeliveryQueue {
     const now = clock.now();
     this.#outageSince ??= now;
     this.#backlogResumeAt = now + outageDelayMs(now - this.#outageSince, random);
+    this.#lastError = result.error;
+    this.#failuresInRow++;
     const migrated = result.parameters?.migrate_to_chat_id;
     if (migrated !== undefined) {
       log("warn", {
@@ -407,6 +420,17 @@ export class DeliveryQueue {
         hint: settingsHint(result),
       });
     }
+    this.#reviewCallers(now);
+  }
+
+  /**
+   * Until when an outage backs everything off (`undefined` when none does now). One failure may
+   * be a blip: the next sender is still tried; after two in a row it is an outage. A settings
+   * problem is not one: new submissions still try once each then.
+   */
+  #outageUntil(now: number): number | undefined {
+    const outage = this.#failuresInRow >= OUTAGE_AFTER_FAILURES && now < this.#backlogResumeAt;
+    return outage && this.#settingsProblem === undefined ? this.#backlogResumeAt : undefined;
   }
 
   /**
@@ -415,8 +439,17 @@ export class DeliveryQueue {
    */
   #reviewCallers(now: number): void {
     const { pacer, chatId } = this.#deps;
+    const outage = this.#outageUntil(now);
     let ahead = 0;
     for (const job of [...this.#callers]) {
+      if (outage !== undefined) {
+        // Behind failing tries a sender would only wait for the same failure.
+        if (job.answer === undefined || this.#inFlight === job.submission.id) continue;
+        const seconds = Math.ceil((outage - now) / 1000);
+        // (lib/telegram.ts keeps every error reason on one short line.)
+        this.#release(job, `queued: ${this.#lastError}, next try in ${seconds} s`);
+        continue;
+      }
       const remaining = job.parts.length - job.sent;
       const at = pacer.readyAfter(chatId, ahead + remaining, now);
       if (at > job.deadline && job.answer !== undefined) {

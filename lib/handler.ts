@@ -44,7 +44,7 @@ export function createHandler(deps: HandlerDeps): Handler {
   // Not async: the contact pipeline's answer (a promise that never rejects) is handed on as is.
   return (request, info) => {
     try {
-      const path = pathOf(request.url);
+      const path = pathOf(request.url, request.headers.get("host"));
       const methods = Object.hasOwn(routes, path) ? routes[path] : undefined;
       if (methods === undefined) return errorResponse("not_found");
       if (!methods.includes(request.method)) {
@@ -77,18 +77,40 @@ export function createHandler(deps: HandlerDeps): Handler {
   };
 }
 
-// The same few URLs (one Host, two paths) arrive over and over: parse each once. Keyed by the
-// exact URL text, so the answer is always what `new URL` says; cleared when full.
-const paths = new Map<string, string>();
-const MAX_PATHS = 256;
-
-/** `new URL(url).pathname`, remembered for recently seen URLs. */
-function pathOf(url: string): string {
-  let path = paths.get(url);
+/**
+ * The request's path, as `new URL(url).pathname` would give it, without depending on the
+ * `Host` header being parseable (`Host: [bad` makes `new URL(request.url)` throw).
+ *
+ * Deno builds `request.url` as `scheme://` + authority + request-target, the authority being
+ * the `Host` header as sent (or the absolute-form target's authority, or `localhost:port`).
+ * The target is what follows that authority; it is resolved against a fixed valid origin, so
+ * dot segments and backslashes normalise as before. `""` (routed nowhere) when no target can
+ * be found or it does not start with `/` (`OPTIONS *`). Never throws.
+ */
+export function pathOf(url: string, host: string | null): string {
+  const scheme = url.indexOf("://");
+  if (scheme < 0) return "";
+  const authority = scheme + 3;
+  // The Host text may itself hold "/", "?" or "#": skip it whole when it is the authority.
+  const start = host !== null && host !== "" && url.startsWith(host, authority)
+    ? authority + host.length
+    : url.indexOf("/", authority);
+  if (start < 0 || url.charCodeAt(start) !== 47) return ""; // "/"
+  const target = url.slice(start);
+  let path = paths.get(target);
   if (path === undefined) {
-    path = new URL(url).pathname;
+    try {
+      path = new URL(`http://h${target}`).pathname;
+    } catch {
+      path = "";
+    }
     if (paths.size >= MAX_PATHS) paths.clear();
-    paths.set(url, path);
+    paths.set(target, path);
   }
   return path;
 }
+
+// The same few targets (two paths) arrive over and over: resolve each once. Keyed by the exact
+// target text, so the answer is always what `new URL` says; cleared when full.
+const paths = new Map<string, string>();
+const MAX_PATHS = 256;

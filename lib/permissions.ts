@@ -14,6 +14,12 @@ export type PermissionInputs = Pick<
   "host" | "port" | "apiUrl" | "messagesFile" | "serveExample"
 >;
 
+/**
+ * The settings that decide the permissions, so a binary is built with them (`deno task compile`
+ * reads them from the build environment and bakes them in as the binary's defaults).
+ */
+export const BUILD_SETTINGS = ["HOST", "PORT", "MESSENGER_API_URL", "MESSAGES_FILE"] as const;
+
 /** Extra grants beyond the configuration. */
 export interface FlagOptions {
   /** An env file the binary may read (`contactd --env-file PATH`); absolute in deployments. */
@@ -46,20 +52,32 @@ export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}
   }
   return [
     "--no-prompt",
-    `--allow-net=${netAddress(config.host, config.port)},${apiAddress(config.apiUrl)}`,
+    `--allow-net=${list([netAddress(config.host, config.port), apiAddress(config.apiUrl)])}`,
     // Read: fstat of the open file (mode check) and noticing a rotated file; the outbox (it is
     // read back to deliver) and its compaction's temporary file; the env file of `--env-file`;
     // the example page (read once at start-up) only when it is served.
     `--allow-read=${
-      [
+      list([
         ...stateFiles(config.messagesFile),
         ...(envFile === undefined ? [] : [envFile]),
         ...(config.serveExample ? [examplePagePath()] : []),
-      ].join(",")
+      ])
     }`,
-    `--allow-write=${stateFiles(config.messagesFile).join(",")}`,
+    `--allow-write=${list(stateFiles(config.messagesFile))}`,
     `--allow-env=${SETTING_NAMES.join(",")}`,
   ];
+}
+
+/**
+ * A permission list. Deno splits it at each ",": an item holding one (a checkout path, say;
+ * settings are refused earlier by lib/config.ts) would grant something else, so it throws.
+ */
+function list(items: readonly string[]): string {
+  const bad = items.find((item) => /[,\0]/.test(item));
+  if (bad !== undefined) {
+    throw new RangeError(`a permission may not hold "," or NUL: ${JSON.stringify(bad)}`);
+  }
+  return items.join(",");
 }
 
 /** The files the service keeps: the backup file, the outbox, and the outbox's compaction file. */
@@ -95,17 +113,18 @@ export function permissionGaps(
     [
       "PORT",
       { name: "net", host: listen },
-      `"HOST"/"PORT": this build may not listen on ${listen}; ${rebuild}`,
+      `"HOST"/"PORT": this build may not listen on ${listen} (--allow-net=${listen}); ${rebuild}`,
     ],
     [
       "MESSENGER_API_URL",
       { name: "net", host: api },
-      `"MESSENGER_API_URL": this build may not connect to ${api}; ${rebuild}`,
+      `"MESSENGER_API_URL": this build may not connect to ${api} (--allow-net=${api}); ${rebuild}`,
     ],
     [
       "MESSAGES_FILE",
       { name: "write", path: config.messagesFile },
-      `"MESSAGES_FILE": this build may not write ${config.messagesFile}; ${rebuild}`,
+      `"MESSAGES_FILE": this build may not write ${config.messagesFile} ` +
+      `(--allow-write=${config.messagesFile}); ${rebuild}`,
     ],
   ];
   if (config.serveExample) {
@@ -120,4 +139,29 @@ export function permissionGaps(
   }
   return needs.filter(([, permission]) => !granted(permission))
     .map(([setting, , message]) => ({ setting, message }));
+}
+
+/**
+ * One line for an error that a missing permission caused, naming what to grant; `undefined`
+ * for any other error. `NotCapable` is Deno refusing (a flag is missing); `PermissionDenied` is
+ * the operating system refusing (a file's owner or mode).
+ */
+export function permissionLine(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const first = error.message.split("\n")[0]!.slice(0, 300);
+  if (error instanceof Deno.errors.NotCapable) {
+    const match = /Requires (\w+) access to "([^"]*)"/.exec(first);
+    const kind = match?.[1];
+    const grant = kind === "env"
+      ? `--allow-env=${SETTING_NAMES.join(",")}`
+      : kind === undefined
+      ? "the permission it names"
+      : `--allow-${kind}${match?.[2] ? `=${match[2]}` : ""}`;
+    return `contactd: not permitted: ${first}; grant ${grant} ` +
+      "(from a checkout: deno task contactd <command> grants what the settings need)";
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return `contactd: the system refused access: ${first}; check the owner and mode of the file`;
+  }
+  return undefined;
 }

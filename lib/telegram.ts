@@ -302,14 +302,20 @@ function readParameters(value: unknown): ResponseParameters | undefined {
  */
 function describeFailure(error: unknown, token: string): string {
   let messages = "";
+  let notCapable = false;
   try {
     for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+      notCapable ||= e instanceof Deno.errors.NotCapable;
       messages += ` ${redact(e instanceof Error ? e.message : String(e), token).toLowerCase()}`;
       e = e instanceof Error ? e.cause : undefined;
     }
   } catch {
     // A hostile error object (throwing getters): the generic kind will do.
   }
+  // Deno refuses some ports outright (fetch's "bad ports": 6000 is X11, 25 SMTP, ...).
+  const blocked = /requests to port (\d{1,5}) are blocked/.exec(messages);
+  if (blocked !== null) return `network error: port ${blocked[1]} blocked by the runtime`;
+  if (notCapable) return "network error: not permitted (grant --allow-net to the API's host:port)";
   if (messages.includes("connection refused")) return "network error: connection refused";
   if (/connection (reset|closed)|broken pipe/.test(messages)) {
     return "network error: connection reset";

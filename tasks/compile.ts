@@ -1,19 +1,18 @@
 /**
- * `deno task compile`: builds `dist/contactd` with `deno compile`, its permissions baked in from
- * {@linkcode serviceFlags} for the deployment's configuration. Permissions cannot change after
- * the build, so the settings that decide them are read from the build environment (defaults
- * otherwise). Never `--env-file` here: it would embed the secrets in the binary.
+ * `deno task compile [--target TRIPLE] [--print]`: builds `dist/contactd` with `deno compile`,
+ * its permissions baked in from {@linkcode serviceFlags} and the build's `HOST`, `PORT`,
+ * `MESSENGER_API_URL`, `MESSAGES_FILE` baked in as the binary's defaults (arguments after
+ * `main.ts`, `--built-default NAME=VALUE`: never `--env-file`, which would embed the secrets).
  *
- * `deno task compile --print` prints the `deno` arguments as a JSON array instead of building
- * (the tests run the service with exactly these flags).
+ * `--print` prints the `deno` arguments as a JSON array instead of building (the tests run the
+ * service with exactly these arguments). `--target` builds for another OS or architecture, into
+ * `dist/contactd-TRIPLE`.
  *
  * @module
  */
-import { ConfigError, parseConfig } from "../lib/config.ts";
-import { serviceFlags } from "../lib/permissions.ts";
-
-/** Settings that decide the binary's permissions, read from the build environment. */
-const BUILD_SETTINGS = ["HOST", "PORT", "MESSENGER_API_URL", "MESSAGES_FILE"] as const;
+import { ConfigError, DEFAULTS, parseConfig } from "../lib/config.ts";
+import { BUILT_DEFAULT_FLAG } from "../lib/cli.ts";
+import { BUILD_SETTINGS, serviceFlags } from "../lib/permissions.ts";
 
 /** Names the one env file the binary may read (`contactd --env-file`). */
 const ENV_FILE_SETTING = "CONTACTD_ENV_FILE";
@@ -21,8 +20,49 @@ const ENV_FILE_SETTING = "CONTACTD_ENV_FILE";
 /** Where the systemd unit and the README keep the settings. */
 export const DEFAULT_ENV_FILE = "/etc/contactd/env";
 
-/** The binary, relative to the repository. */
+/** The binary, relative to the repository, for the host's own OS and architecture. */
 export const OUTPUT = "dist/contactd";
+
+/** The targets `deno compile --target` supports. */
+export const TARGETS = [
+  "x86_64-unknown-linux-gnu",
+  "aarch64-unknown-linux-gnu",
+  "x86_64-apple-darwin",
+  "aarch64-apple-darwin",
+  "x86_64-pc-windows-msvc",
+] as const;
+
+/** One of {@linkcode TARGETS}. */
+export type Target = typeof TARGETS[number];
+
+/** What the task's own command line asked for. */
+export interface CompileOptions {
+  readonly print: boolean;
+  readonly target?: Target;
+}
+
+/** The task's command line: `--print`, `--target TRIPLE` (or `=TRIPLE`); anything else throws. */
+export function parseCompileArgs(args: readonly string[]): CompileOptions {
+  let print = false;
+  let target: Target | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--print") {
+      print = true;
+    } else if (arg === "--target" || arg.startsWith("--target=")) {
+      const value = arg === "--target" ? args[++i] : arg.slice("--target=".length);
+      if (value === undefined || !(TARGETS as readonly string[]).includes(value)) {
+        throw new RangeError(`--target must be one of ${TARGETS.join(", ")}`);
+      }
+      target = value as Target;
+    } else {
+      throw new RangeError(
+        `unknown argument "${arg.slice(0, 40)}" (accepted: --target TRIPLE, --print)`,
+      );
+    }
+  }
+  return { print, ...(target === undefined ? {} : { target }) };
+}
 
 /**
  * The arguments of `deno` that build the binary for `buildEnv`. `MESSAGES_FILE` stays relative
@@ -30,43 +70,103 @@ export const OUTPUT = "dist/contactd";
  * resolves them against the working directory at run time, which the systemd unit sets to its
  * StateDirectory. Throws {@linkcode ConfigError} or `RangeError` for a malformed value.
  */
-function compileArgs(buildEnv: Readonly<Record<string, string | undefined>>): string[] {
+export function compileArgs(
+  buildEnv: Readonly<Record<string, string | undefined>>,
+  options: Omit<CompileOptions, "print"> = {},
+): string[] {
   const settings = Object.fromEntries(BUILD_SETTINGS.map((name) => [name, buildEnv[name]]));
   const envFile = buildEnv[ENV_FILE_SETTING]?.trim() || DEFAULT_ENV_FILE;
   if (!envFile.startsWith("/")) {
     // Relative would resolve against the service's working directory, not the operator's.
     throw new RangeError(`"${ENV_FILE_SETTING}" must be an absolute path`);
   }
+  const flags = serviceFlags(parseConfig(settings), { envFile });
+  // Arguments after the script are baked into the binary and come before the operator's.
+  const builtDefaults = BUILD_SETTINGS.flatMap((name) => {
+    const value = buildEnv[name]?.trim();
+    return value ? [BUILT_DEFAULT_FLAG, `${name}=${value}`] : [];
+  });
   return [
     "compile",
-    ...serviceFlags(parseConfig(settings), { envFile }),
+    ...flags,
+    ...(options.target === undefined ? [] : ["--target", options.target]),
     "--output",
-    OUTPUT,
+    options.target === undefined ? OUTPUT : `${OUTPUT}-${options.target}`,
     "main.ts",
+    ...builtDefaults,
   ];
 }
 
-async function compile(): Promise<number> {
+/** Deno's words when it cannot fetch the base binary (denort) of the target. */
+const BASE_BINARY_FAILED = /Setting up base binary|denort|dl\.deno\.land/i;
+
+/** One line for a failed `deno compile`, when its cause is known; else `undefined`. */
+export function compileFailure(stderr: string, denortBin: string | undefined): string | undefined {
+  if (!BASE_BINARY_FAILED.test(stderr) || denortBin !== undefined) return undefined;
+  if (!/error sending request|dns error|connect|timed out|download/i.test(stderr)) return undefined;
+  return `compile: this host is offline (the denort base binary of Deno ${Deno.version.deno} ` +
+    `cannot be downloaded); run DENORT_BIN=/path/to/denort deno task compile with a denort of ` +
+    `the same version (README, Deployment)`;
+}
+
+/** The reminder the systemd unit needs when the port is not the default. */
+export function socketBindNote(port: string | undefined): string | undefined {
+  const value = port?.trim();
+  if (!value || value === DEFAULTS.PORT) return undefined;
+  return `compile: PORT=${value}: set SocketBindAllow=tcp:${value} in systemd/contactd.service too`;
+}
+
+async function compile(args: readonly string[]): Promise<number> {
   const buildEnv = Object.fromEntries(
     [...BUILD_SETTINGS, ENV_FILE_SETTING].map((name) => [name, Deno.env.get(name)]),
   );
-  let args: string[];
+  let denoArgs: string[];
+  let options: CompileOptions;
   try {
-    args = compileArgs(buildEnv);
+    options = parseCompileArgs(args);
+    denoArgs = compileArgs(buildEnv, options);
   } catch (error) {
     if (!(error instanceof ConfigError || error instanceof RangeError)) throw error;
     console.error(`compile: ${error.message}`);
     return 1;
   }
-  if (Deno.args.includes("--print")) {
-    console.log(JSON.stringify(args));
+  const note = socketBindNote(buildEnv.PORT);
+  if (note !== undefined) console.error(note);
+  if (options.print) {
+    console.log(JSON.stringify(denoArgs));
     return 0;
   }
-  console.error(`compile: deno ${args.join(" ")}`);
+  console.error(`compile: deno ${denoArgs.join(" ")}`);
+  const hadDist = await exists("dist");
   // The Deno running this task, the one binary the task's --allow-run names. It inherits
   // DENORT_BIN, which offline build hosts set to a denort binary of the same version.
-  const child = new Deno.Command(Deno.execPath(), { args, stdin: "null" }).spawn();
-  return (await child.status).code;
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: denoArgs,
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(output.stderr);
+  if (output.success) {
+    await Deno.stderr.write(output.stderr);
+    return 0;
+  }
+  // deno compile creates dist/ before it fails: leave no empty one behind.
+  if (!hadDist) await Deno.remove("dist").catch(() => {});
+  const line = compileFailure(stderr, Deno.env.get("DENORT_BIN"));
+  if (line !== undefined) console.error(line);
+  else await Deno.stderr.write(output.stderr);
+  return output.code || 1;
 }
 
-if (import.meta.main) Deno.exit(await compile());
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+if (import.meta.main) Deno.exit(await compile(Deno.args));

@@ -2,13 +2,19 @@
  * `deno task contactd [command]` (and `deno task start`, its `serve`): reads `.env` and the
  * environment (environment wins), validates them, and runs `main.ts` with the given arguments in
  * a child Deno (the one running this) with permissions no wider than this configuration needs.
+ * The child's life is tied to the launcher's: signals are passed on, and the child stops when
+ * the launcher's end of its stdin pipe closes (the launcher killed by SIGKILL included).
  *
  * @module
  */
 import { parseEnv } from "node:util";
 import { ConfigError, parseConfig } from "../lib/config.ts";
+import { createLogger } from "../lib/log.ts";
 import { serviceFlags } from "../lib/permissions.ts";
 import { mergeSettings, readSettings } from "../lib/settings.ts";
+
+/** The signals passed on to the child, which stops gracefully on each. */
+export const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 async function readDotEnv(path: string): Promise<Record<string, string | undefined>> {
   try {
@@ -22,27 +28,44 @@ async function readDotEnv(path: string): Promise<Record<string, string | undefin
 async function launch(args: readonly string[]): Promise<number> {
   const fromProcess = readSettings((name) => Deno.env.get(name));
   const settings = mergeSettings(await readDotEnv(".env"), fromProcess);
+  // The same redaction as the service's own log lines.
+  const token = settings.MESSENGER_BOT_TOKEN?.trim();
+  const encoder = new TextEncoder();
+  const log = createLogger(
+    (line) => Deno.stderr.writeSync(encoder.encode(line)),
+    () => new Date(),
+    token ? [token] : [],
+  );
 
   let flags: string[];
   try {
     flags = serviceFlags(parseConfig(settings));
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    const line = { time: new Date().toISOString(), level: "error", event: "config_invalid" };
-    console.error(JSON.stringify({ ...line, setting: error.setting, error: error.message }));
+    if (error instanceof ConfigError) {
+      log("error", { event: "config_invalid", setting: error.setting, error: error.message });
+      return 1;
+    }
+    if (!(error instanceof RangeError)) throw error;
+    log("error", { event: "config_invalid", error: error.message });
     return 1;
   }
 
   const main = new URL("../main.ts", import.meta.url).href;
-  // The Deno running this launcher, the one binary the task's --allow-run names.
+  // The Deno running this launcher, the one binary the task's --allow-run names. The child's
+  // stdin is a pipe this process holds open and never writes: its end tells the child to stop.
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...flags, main, ...args],
+    args: ["run", ...flags, main, "--stop-on-stdin-eof", ...args],
     env: settings,
-    stdin: "null",
+    stdin: "piped",
   }).spawn();
-  // The child stops gracefully on its own signal; the launcher only passes signals on.
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    Deno.addSignalListener(signal, () => child.kill(signal));
+  for (const signal of FORWARDED_SIGNALS) {
+    Deno.addSignalListener(signal, () => {
+      try {
+        child.kill(signal);
+      } catch {
+        // Already gone.
+      }
+    });
   }
   return (await child.status).code;
 }

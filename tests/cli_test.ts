@@ -3,7 +3,15 @@
  */
 import assert from "node:assert/strict";
 import { loadOutbox, readSubmissions } from "../lib/outbox.ts";
-import { type CliIo, COMMANDS, helpText, parseCommandLine, runCli } from "../lib/cli.ts";
+import {
+  BUILT_DEFAULT_FLAG,
+  type CliIo,
+  COMMANDS,
+  helpText,
+  parseCommandLine,
+  runCli,
+  type ServeOptions,
+} from "../lib/cli.ts";
 import { DEFAULTS, SETTING_NAMES } from "../lib/config.ts";
 import type { Settings } from "../lib/settings.ts";
 
@@ -18,6 +26,7 @@ async function run(
   const out: string[] = [];
   const err: string[] = [];
   const served: Settings[] = [];
+  const serveOptions: ServeOptions[] = [];
   const io: CliIo = {
     version: "1.2.3",
     env: (name) => env[name],
@@ -32,13 +41,14 @@ async function run(
     granted: () => true,
     out: (line) => out.push(line),
     err: (line) => err.push(line),
-    serve: (settings) => {
+    serve: (settings, options) => {
       served.push(settings);
+      serveOptions.push(options);
       return Promise.resolve(0);
     },
   };
   const code = await runCli(args, io);
-  return { code, out, err, served };
+  return { code, out, err, served, serveOptions };
 }
 
 Deno.test("contactd with no command, or serve, runs the service with the environment's settings", async () => {
@@ -140,4 +150,50 @@ Deno.test("the README's settings table, .env.example and --help name every setti
   assert.deepEqual([...rows.keys()].sort(), [...SETTING_NAMES].sort());
   const assigned = [...example.matchAll(/^([A-Z_]+)=/gm)].map((match) => match[1]!);
   assert.deepEqual(assigned.sort(), [...SETTING_NAMES].sort());
+});
+
+Deno.test("a binary's built defaults (arguments baked in before the operator's) apply where the env file and environment leave a setting unset or blank", async () => {
+  const built = [
+    BUILT_DEFAULT_FLAG,
+    "PORT=9000",
+    BUILT_DEFAULT_FLAG,
+    "MESSENGER_API_URL=http://a:1",
+  ];
+  const plain = await run([...built, "serve"]);
+  assert.equal(plain.code, 0);
+  assert.deepEqual(plain.served, [{ PORT: "9000", MESSENGER_API_URL: "http://a:1" }]);
+  const file = "PORT=\nMESSENGER_API_URL=http://b:2\n";
+  const overridden = await run(
+    [...built, "--env-file", "/etc/contactd/env"],
+    { HOST: "::1" },
+    { "/etc/contactd/env": file },
+  );
+  assert.deepEqual(overridden.served, [
+    { PORT: "9000", MESSENGER_API_URL: "http://b:2", HOST: "::1" },
+  ]);
+  const env = await run(built, { PORT: "9100" });
+  assert.equal(env.served[0]!.PORT, "9100");
+});
+
+Deno.test("--built-default takes only the settings a build decides, as NAME=VALUE", async () => {
+  for (const value of ["MESSENGER_BOT_TOKEN=1:x", "TRUSTED_PROXIES=none", "PORT"]) {
+    const { code, err, served } = await run([BUILT_DEFAULT_FLAG, value]);
+    assert.equal(code, 2, value);
+    assert.equal(err.length, 1);
+    assert.match(err[0]!, /--built-default takes one of HOST, PORT, MESSENGER_API_URL/);
+    assert.equal(served.length, 0);
+  }
+});
+
+Deno.test("--help shows a binary's built defaults as its defaults", async () => {
+  const { out } = await run([BUILT_DEFAULT_FLAG, "PORT=9000", "--help"]);
+  assert.match(out.join("\n"), /^ {2}PORT +listen port \(default 9000\)$/m);
+  assert.match(helpText("1"), /^ {2}PORT +listen port \(default 8787\)$/m);
+});
+
+Deno.test("--stop-on-stdin-eof reaches serve; without it serve gets no such option", async () => {
+  assert.deepEqual((await run(["--stop-on-stdin-eof", "serve"])).serveOptions, [
+    { stopOnStdinEof: true },
+  ]);
+  assert.deepEqual((await run(["serve"])).serveOptions, [{}]);
 });

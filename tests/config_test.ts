@@ -148,3 +148,17 @@ Deno.test("parseConfig reads SERVE_EXAMPLE as 1 or 0, off by default", () => {
     assert.equal(error.message, `"SERVE_EXAMPLE" must be 1 or 0`);
   }
 });
+
+Deno.test("REAL_IP_HEADER is X-Forwarded-For by default, either header in any case, nothing else", () => {
+  assert.equal(parseConfig({}).realIpHeader, "x-forwarded-for");
+  assert.equal(parseConfig({ REAL_IP_HEADER: " x-real-ip " }).realIpHeader, "x-real-ip");
+  assert.equal(parseConfig({ REAL_IP_HEADER: "X-FORWARDED-FOR" }).realIpHeader, "x-forwarded-for");
+  for (const value of ["Forwarded", "X-Real-IP,X-Forwarded-For", "CF-Connecting-IP", "x_real_ip"]) {
+    assert.throws(() => parseConfig({ REAL_IP_HEADER: value }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.equal(error.setting, "REAL_IP_HEADER");
+      assert.equal(error.message, '"REAL_IP_HEADER" must be X-Forwarded-For or X-Real-IP');
+      return true;
+    }, value);
+  }
+});

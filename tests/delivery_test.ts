@@ -420,7 +420,7 @@ Deno.test("close answers every waiting caller 'queued' and sends nothing more", 
   });
 });
 
-Deno.test("a caller still waiting at the deadline is told 'queued'; the message follows from the backlog", async () => {
+Deno.test("one failure does not hold back the next caller (a blip is not an outage); the failed one follows from the backlog", async () => {
   let slow = true;
   const { clock, sent, queue, submit, store } = setup({
     reply: () => slow ? fail(500, "500 Internal Server Error") : OK,
@@ -445,5 +445,46 @@ Deno.test("a message not in the outbox is tried once and never redelivered", asy
   assert.deepEqual(outcome, { ok: false, error: "502 Bad Gateway" });
   await clock.advance(30 * 60_000);
   assert.equal(sent.length, 1);
+  queue.close();
+});
+
+Deno.test("during an outage new senders are told at once, not after the wait, and their messages follow once it is over", async () => {
+  let down = true;
+  const { clock, sent, queue, submit, store } = setup({
+    reply: () => down ? fail(502, "502 bad gateway (non-JSON reply)") : OK,
+  });
+  queue.start();
+  const first = [submit(submission("first")), submit(submission("second"))];
+  await clock.settle();
+  for (const outcome of first) {
+    assert.deepEqual(outcome.value, { ok: false, error: "502 bad gateway (non-JSON reply)" });
+  }
+  // Two failures in a row: the next senders are answered without waiting or a call.
+  const calls = sent.length;
+  const later = Array.from({ length: 5 }, (_, i) => submit(submission(`later ${i}`)));
+  await clock.settle();
+  for (const outcome of later) {
+    assert.equal(outcome.value?.ok, false);
+    assert.match(
+      outcome.value?.ok === false ? outcome.value.error : "",
+      /^queued: 502 bad gateway \(non-JSON reply\), next try in \d+ s$/,
+    );
+  }
+  assert.equal(sent.length, calls);
+  down = false;
+  await clock.advance(60_000);
+  assert.equal([...store.entries()].length, 0, "all seven delivered after the outage");
+  const delivered = sent.filter((s) => s.ok).map((s) =>
+    /(first|second|later \d)$/.exec(s.text)![1]
+  );
+  assert.deepEqual(delivered, [
+    "first",
+    "second",
+    "later 0",
+    "later 1",
+    "later 2",
+    "later 3",
+    "later 4",
+  ]);
   queue.close();
 });

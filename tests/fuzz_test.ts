@@ -143,7 +143,7 @@ Deno.test(`fuzz: ${RUNS} generated requests (seed ${SEED}) all get documented JS
     state.appendFails = random() < 0.1;
     const before = { texts: state.texts.length, lines: state.lines.length };
     const where = `seed ${SEED}, run ${run}, body ${JSON.stringify(String(body).slice(0, 200))}`;
-    const headers = { "x-real-ip": `10.${run >> 16}.${(run >> 8) & 255}.${run & 255}` };
+    const headers = { "x-forwarded-for": `10.${run >> 16}.${(run >> 8) & 255}.${run & 255}` };
     const response = await handler(
       new Request("http://localhost/api/contact", {
         method: "POST",

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { pathOf } from "../lib/handler.ts";
 import { PEER, post, postForm, setup } from "./support/handler_setup.ts";
 
 Deno.test("POST /api/contact notifies, stores one record, then answers 200 {ok:true}", async () => {
@@ -267,7 +268,7 @@ Deno.test("POST /api/contact answers 408 request_timeout when the body does not 
   const pending = handler(
     new Request("http://localhost/api/contact", {
       method: "POST",
-      headers: { "content-type": "application/json", "x-real-ip": "198.51.100.1" },
+      headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.1" },
       body,
     }),
     PEER,
@@ -280,4 +281,88 @@ Deno.test("POST /api/contact answers 408 request_timeout when the body does not 
   assert.equal(state.lines.length, 0);
   assert.equal(state.texts.length, 0);
   assert.ok(state.logs.some((log) => log.status === 408 && log.result === "request_timeout"));
+});
+
+Deno.test("REAL_IP_HEADER=X-Forwarded-For: a forged X-Real-IP or left entry cannot pick the bucket", async () => {
+  const { state, handler } = setup();
+  for (let i = 0; i < 5; i++) {
+    const forged = { "x-real-ip": `6.6.6.${i}`, "x-forwarded-for": `6.6.7.${i}, 198.51.100.1` };
+    assert.equal((await handler(post({ message: "m" }, forged), PEER)).status, 200);
+  }
+  const sixth = post({ message: "m" }, {
+    "x-real-ip": "6.6.6.9",
+    "x-forwarded-for": "198.51.100.1",
+  });
+  assert.equal((await handler(sixth, PEER)).status, 429);
+  assert.ok(state.lines.every((line) => JSON.parse(line).ip === "198.51.100.1"));
+});
+
+Deno.test("REAL_IP_HEADER=X-Real-IP: the proxy's X-Real-IP counts, X-Forwarded-For is not read", async () => {
+  const { state, handler } = setup({ realIpHeader: "x-real-ip" });
+  for (let i = 0; i < 5; i++) {
+    const forged = { "x-real-ip": "198.51.100.1", "x-forwarded-for": `6.6.7.${i}` };
+    assert.equal((await handler(post({ message: "m" }, forged), PEER)).status, 200);
+  }
+  const sixth = post({ message: "m" }, {
+    "x-real-ip": "198.51.100.1",
+    "x-forwarded-for": "6.6.6.9",
+  });
+  assert.equal((await handler(sixth, PEER)).status, 429);
+  assert.ok(state.lines.every((line) => JSON.parse(line).ip === "198.51.100.1"));
+});
+
+/** A request as Deno hands it over with a `Host` header `new URL` cannot parse. */
+function withHost(host: string, method: string, target: string, body?: string): Request {
+  const real = new Request(`http://localhost${target}`, {
+    method,
+    headers: { "content-type": "application/json", host },
+    ...(body === undefined ? {} : { body }),
+  });
+  // `new Request` itself refuses such a URL; Deno's server builds it without parsing.
+  return new Proxy(real, {
+    get: (target, key) => {
+      if (key === "url") return `http://${host}${target.url.slice("http://localhost".length)}`;
+      const value = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+// `new URL` throws on the first six and misplaces the path after the last three.
+const BAD_HOSTS = ["[bad", "%zz", "[::1", "[1::2::3]", "ex ample", "x:99999", "a?b", "a#b", "a/b"];
+
+Deno.test("routing does not depend on the Host header: unparseable Hosts reach health and contact", async () => {
+  for (const host of BAD_HOSTS) {
+    const { state, handler } = setup();
+    const health = await handler(withHost(host, "GET", "/api/health?x=1"), PEER);
+    assert.equal(health.status, 200, host);
+    assert.deepEqual(await health.json(), { ok: true, configured: true });
+    const contact = await handler(withHost(host, "POST", "/api/contact", '{"message":"m"}'), PEER);
+    assert.equal(contact.status, 200, host);
+    assert.equal(state.lines.length, 1, host);
+    const other = await handler(withHost(host, "GET", "/"), PEER);
+    assert.equal(other.status, 404, host);
+    await other.body?.cancel();
+    assert.deepEqual(state.logs.filter((log) => log.level !== "info"), [], host);
+  }
+});
+
+Deno.test("pathOf takes the path after the authority Deno put in request.url, as new URL would", () => {
+  const cases: Array<[url: string, host: string | null, path: string]> = [
+    ["http://[bad/api/health?x=1", "[bad", "/api/health"],
+    ["http://%zz/api/contact#f", "%zz", "/api/contact"],
+    ["http://a?b/api/health?x=1", "a?b", "/api/health"],
+    ["http://a/api/health?/x", "a/api/health?", "/x"], // the Host text is skipped whole
+    ["http://a#b/api/health", "a#b", "/api/health"],
+    ["http://other/api/health", "x", "/api/health"], // absolute-form target: its own authority
+    ["http://localhost:8787/api/health", null, "/api/health"], // no Host (HTTP/1.0)
+    ["http:///api/health", "", "/api/health"],
+    ["http://x/api/./health", "x", "/api/health"], // dot segments normalise as before
+    ["http://x//evil/api/health", "x", "//evil/api/health"], // never read as an authority
+    ["http://x/*", "x", "/*"], // OPTIONS *
+    ["http://x", "x", ""],
+    ["http://x?y", "x", ""],
+    ["no-scheme", null, ""],
+  ];
+  for (const [url, host, path] of cases) assert.equal(pathOf(url, host), path, url);
 });

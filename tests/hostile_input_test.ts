@@ -160,23 +160,43 @@ const CORPUS: readonly Case[] = [
   {
     name: "shouting header names and values",
     body: '{"message":"m"}',
-    headers: [["CONTENT-TYPE", "APPLICATION/JSON; CHARSET=UTF-8"], ["X-REAL-IP", "203.0.113.9"]],
+    headers: [
+      ["CONTENT-TYPE", "APPLICATION/JSON; CHARSET=UTF-8"],
+      ["X-FORWARDED-FOR", "203.0.113.9"],
+    ],
     status: 200,
     record: { ip: "203.0.113.9" },
   },
-  // Garbage from the trusted proxy: the peer is used, never an empty or arbitrary key
-  ...["not-an-ip", "", " ", "999.1.1.1", "1.2.3.4:80", "1.2.3.4, 5.6.7.8", "x".repeat(8000), "\t"]
+  // Garbage in the trusted proxy's X-Forwarded-For: the peer is used, never an empty or
+  // arbitrary key, never an entry left of the garbage
+  ...[
+    "not-an-ip",
+    "",
+    " ",
+    "999.1.1.1",
+    "1.2.3.4:80",
+    "1.2.3.4, 5.6.7.8:80",
+    "x".repeat(8000),
+    "\t",
+  ]
     .map((value): Case => ({
-      name: `X-Real-IP ${JSON.stringify(value.slice(0, 20))}`,
+      name: `X-Forwarded-For ${JSON.stringify(value.slice(0, 20))}`,
       body: '{"message":"m"}',
-      headers: [JSON_TYPE, ["x-real-ip", value]],
+      headers: [JSON_TYPE, ["x-forwarded-for", value]],
       status: 200,
       record: { ip: "127.0.0.1" },
     })),
   {
-    name: "two X-Real-IP headers",
+    name: "client-written X-Forwarded-For entries left of the proxy's",
     body: '{"message":"m"}',
-    headers: [JSON_TYPE, ["x-real-ip", "203.0.113.1"], ["X-Real-Ip", "203.0.113.2"]],
+    headers: [JSON_TYPE, ["x-forwarded-for", "6.6.6.6, 203.0.113.1"], ["X-Real-Ip", "6.6.6.7"]],
+    status: 200,
+    record: { ip: "203.0.113.1" },
+  },
+  {
+    name: "a forged X-Real-IP (not read by default)",
+    body: '{"message":"m"}',
+    headers: [JSON_TYPE, ["x-real-ip", "203.0.113.1"]],
     status: 200,
     record: { ip: "127.0.0.1" },
   },

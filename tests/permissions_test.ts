@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { parseConfig } from "../lib/config.ts";
-import { permissionGaps, serviceFlags } from "../lib/permissions.ts";
+import { ConfigError, parseConfig, SETTING_NAMES } from "../lib/config.ts";
+import { permissionGaps, permissionLine, serviceFlags } from "../lib/permissions.ts";
+import { callBotApi } from "../lib/telegram.ts";
 import { mergeSettings } from "../lib/settings.ts";
 
 /** The files the service keeps: the backup file, the outbox and its compaction file. */
@@ -13,9 +14,7 @@ Deno.test("serviceFlags grants the listen address, the API host:port, one file a
     "--allow-net=127.0.0.1:8787,api.telegram.org:443",
     "--allow-read=messages.jsonl,messages.jsonl.outbox,messages.jsonl.outbox.tmp",
     "--allow-write=messages.jsonl,messages.jsonl.outbox,messages.jsonl.outbox.tmp",
-    "--allow-env=MESSENGER_BOT_TOKEN,MESSENGER_CHAT_ID,MESSAGES_FILE,HOST,PORT," +
-    "MESSENGER_API_URL,TRUSTED_PROXIES,MESSENGER_TIMEOUT_MS,DELIVERY_WAIT_MS,DELIVERY_MAX_AGE," +
-    "ALLOWED_ORIGINS,SERVE_EXAMPLE",
+    `--allow-env=${SETTING_NAMES.join(",")}`,
   ]);
 });
 
@@ -94,5 +93,83 @@ Deno.test("permissionGaps tells a binary asked for SERVE_EXAMPLE to unset it, no
   assert.match(gaps[0]!.message, /unset it, or try the form with deno task start/);
   assert.doesNotMatch(gaps[0]!.message, /deno task compile/);
   const port = permissionGaps(parseConfig({ PORT: "9000" }), (p) => p.name !== "net");
-  assert.match(port[0]!.message, /listen on 127\.0\.0\.1:9000; build with this setting/);
+  assert.match(
+    port[0]!.message,
+    /listen on 127\.0\.0\.1:9000 \(--allow-net=127\.0\.0\.1:9000\); build with this setting/,
+  );
+});
+
+Deno.test("a comma (also %2c) or other list-breaking character in MESSENGER_API_URL is refused, naming the setting", () => {
+  for (
+    const url of [
+      "http://a%2cb/",
+      "http://a%2Cb:8080",
+      "http://a,b/",
+      "https://bot;api.example",
+      "http://a%00b/",
+      "http://a*b/",
+    ]
+  ) {
+    let error: unknown;
+    try {
+      parseConfig({ MESSENGER_API_URL: url });
+    } catch (caught) {
+      error = caught;
+    }
+    assert.ok(error instanceof ConfigError, url);
+    assert.equal(error.setting, "MESSENGER_API_URL");
+    assert.ok(!error.message.includes("\n") && !error.message.includes(url), error.message);
+  }
+  for (const url of ["http://[::1]:4321", "https://bot-api.internal:8443", "http://127.0.0.1:9"]) {
+    const flags = serviceFlags(parseConfig({ MESSENGER_API_URL: url }));
+    assert.equal(flags[1]!.split(",").length, 2, flags[1]);
+  }
+});
+
+Deno.test("permissionLine turns NotCapable into one line naming the flag to grant, and leaves other errors", () => {
+  const env = permissionLine(
+    new Deno.errors.NotCapable(
+      'Requires env access to "MESSENGER_BOT_TOKEN", run again with the --allow-env flag',
+    ),
+  )!;
+  assert.match(env, /^contactd: not permitted: .*grant --allow-env=MESSENGER_BOT_TOKEN,/);
+  assert.ok(env.includes(SETTING_NAMES.join(",")));
+  const net = permissionLine(
+    new Deno.errors.NotCapable('Requires net access to "127.0.0.1:8787", run again with x\nmore'),
+  )!;
+  assert.match(net, /grant --allow-net=127\.0\.0\.1:8787 /);
+  assert.ok(!net.includes("\n"));
+  assert.match(
+    permissionLine(new Deno.errors.PermissionDenied("Permission denied (os error 13)"))!,
+    /^contactd: the system refused access: Permission denied/,
+  );
+  assert.equal(permissionLine(new Error("other")), undefined);
+  assert.equal(permissionLine("text"), undefined);
+});
+
+Deno.test("a Bot API call refused by the permissions or by Deno's blocked ports says so, not just network error", async () => {
+  const refusing = (error: Error): typeof fetch => () => Promise.reject(error);
+  const options = { apiUrl: "http://127.0.0.1:6000", token: "1:abcdefghij", timeoutMs: 1000 };
+  const blocked = await callBotApi(
+    {
+      ...options,
+      fetch: refusing(new TypeError("Fetch failed: Requests to port 6000 are blocked")),
+    },
+    "getMe",
+    {},
+  );
+  assert.deepEqual(blocked, {
+    ok: false,
+    error: "network error: port 6000 blocked by the runtime",
+  });
+  const denied = await callBotApi(
+    {
+      ...options,
+      fetch: refusing(new Deno.errors.NotCapable('Requires net access to "127.0.0.1:6000"')),
+    },
+    "getMe",
+    {},
+  );
+  assert.ok(!denied.ok);
+  assert.match(denied.error, /^network error: not permitted \(grant --allow-net/);
 });

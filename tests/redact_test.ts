@@ -1,7 +1,29 @@
 import assert from "node:assert/strict";
-import { redact } from "../lib/redact.ts";
+import { ConfigError, parseConfig } from "../lib/config.ts";
+import { createLogger } from "../lib/log.ts";
+import { MIN_RUN, redact } from "../lib/redact.ts";
+import { callBotApi } from "../lib/telegram.ts";
 
 const TOKEN = "123456:ABC-def_ghi";
+/** Shaped like a real token: the bot id, a colon, 35 characters of secret. */
+const REAL = "7301926845:AAHq3kZ_x9VbN-2mTqLw8sEoYpR4uDfGc1J";
+const SECRET = REAL.slice(REAL.indexOf(":") + 1);
+
+/** Every run of MIN_RUN characters of the secret part that `text` holds (any case). */
+function leaks(text: string): string[] {
+  const lower = text.toLowerCase();
+  const runs: string[] = [];
+  for (let i = 0; i + MIN_RUN <= SECRET.length; i++) {
+    const run = SECRET.slice(i, i + MIN_RUN);
+    if (lower.includes(run.toLowerCase())) runs.push(run);
+  }
+  return runs;
+}
+
+Deno.test("the realistic token has a 35-character secret part, and leaks() finds a run of it", () => {
+  assert.equal(SECRET.length, 35);
+  assert.deepEqual(leaks(`x ${SECRET.slice(3, 11)} y`), [SECRET.slice(3, 11)]);
+});
 
 Deno.test("redact replaces every occurrence of the secret", () => {
   assert.equal(
@@ -10,20 +32,51 @@ Deno.test("redact replaces every occurrence of the secret", () => {
   );
 });
 
-Deno.test("redact replaces the URL-encoded form of the secret", () => {
+Deno.test("redact replaces the token URL-encoded, in either hex case, and double-encoded", () => {
+  for (const colon of ["%3A", "%3a", "%253A", "%253a"]) {
+    const form = REAL.replace(":", colon);
+    assert.equal(redact(`url /bot${form}/getMe`, REAL), "url /bot<redacted>/getMe", colon);
+  }
   assert.equal(redact("url /bot123456%3AABC-def_ghi/getMe", TOKEN), "url /bot<redacted>/getMe");
 });
 
-Deno.test("redact matches percent-escapes in lower-case hex too", () => {
-  assert.equal(redact("/bot123456%3aABC-def_ghi/getMe", TOKEN), "/bot<redacted>/getMe");
+Deno.test("redact replaces a secret whose every character is percent-encoded, once or twice", () => {
+  const once = Array.from(SECRET, (c) => `%${c.charCodeAt(0).toString(16)}`).join("");
+  assert.equal(redact(`a ${once} b`, REAL), "a <redacted> b");
+  assert.equal(redact(`a ${once.replaceAll("%", "%25")} b`, REAL), "a <redacted> b");
+});
+
+Deno.test("redact replaces any run of 8 or more characters of the secret part, but not 7", () => {
+  for (let start = 0; start + MIN_RUN <= SECRET.length; start += 3) {
+    const run = SECRET.slice(start, start + MIN_RUN);
+    assert.equal(redact(`[${run}]`, REAL), "[<redacted>]", run);
+  }
+  // The 60-character cut of a value that swallowed the token's line: 25 of 35 characters.
+  const cut = `none MESSENGER_BOT_TOKEN=${REAL}`.slice(0, 60);
+  assert.deepEqual(leaks(redact(cut, REAL)), []);
+  assert.equal(redact(`(${SECRET.slice(0, 7)})`, REAL), `(${SECRET.slice(0, 7)})`);
+  assert.equal(redact("123456:ABC-def_gh (one short)", TOKEN), "<redacted> (one short)");
+});
+
+Deno.test("redact replaces the secret split by line breaks: raw, JSON-escaped and percent-encoded", () => {
+  const [head, tail] = [SECRET.slice(0, 17), SECRET.slice(17)];
+  for (const gap of ["\n", "\r\n", "\\n", "\\r\\n", "%0A", "%250A", " \n "]) {
+    const text = `desc: ${REAL.split(":")[0]}:${head}${gap}${tail} end`;
+    assert.equal(redact(text, REAL), "desc: <redacted> end", JSON.stringify(gap));
+  }
+});
+
+Deno.test("redact replaces the secret in lower case (error texts get lower-cased)", () => {
+  assert.equal(redact(`e: ${REAL.toLowerCase()}.`, REAL), "e: <redacted>.");
+});
+
+Deno.test("redact leaves the bot's public id alone when no secret follows it", () => {
+  const text = "bot id 7301926845, chat 42";
+  assert.equal(redact(text, REAL), text);
 });
 
 Deno.test("redact with an empty secret leaves the text unchanged", () => {
   assert.equal(redact("nothing to hide", ""), "nothing to hide");
-});
-
-Deno.test("redact leaves text without the secret unchanged", () => {
-  assert.equal(redact("123456:ABC-def_gh (one short)", TOKEN), "123456:ABC-def_gh (one short)");
 });
 
 Deno.test("redact treats regex metacharacters in the secret literally", () => {
@@ -42,4 +95,73 @@ Deno.test("redact copes with a secret containing a lone surrogate", () => {
 
 Deno.test("redact handles a secret adjacent to itself", () => {
   assert.equal(redact(TOKEN + TOKEN, TOKEN), "<redacted><redacted>");
+  assert.deepEqual(leaks(redact(REAL + REAL, REAL)), []);
+});
+
+Deno.test("a config_invalid message never echoes a value that swallowed the token's line", () => {
+  const swallowed = `none MESSENGER_BOT_TOKEN=${REAL}`;
+  for (
+    const setting of ["TRUSTED_PROXIES", "ALLOWED_ORIGINS", "MESSENGER_API_URL", "HOST"] as const
+  ) {
+    let message = "";
+    try {
+      parseConfig({ [setting]: swallowed });
+    } catch (error) {
+      assert.ok(error instanceof ConfigError);
+      assert.equal(error.setting, setting);
+      message = error.message;
+    }
+    assert.notEqual(message, "", setting);
+    assert.deepEqual(leaks(message), [], message);
+    assert.ok(!message.includes("MESSENGER_BOT_TOKEN"), message);
+  }
+  const items = parseConfigError({ ALLOWED_ORIGINS: `https://a.example,${REAL}` });
+  assert.match(items, /item 2 is not one$/);
+});
+
+function parseConfigError(env: Record<string, string>): string {
+  try {
+    parseConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+  }
+  return assert.fail("expected a ConfigError");
+}
+
+Deno.test("log lines redact the token in every form: encoded twice, split by a newline, in part", () => {
+  const lines: string[] = [];
+  const log = createLogger((line) => lines.push(line), () => new Date(0), [REAL]);
+  log("error", { event: "a", error: `url /bot${REAL.replace(":", "%253A")}/sendMessage` });
+  log("error", { event: "b", error: `${SECRET.slice(0, 20)}\n${SECRET.slice(20)}` });
+  log("error", { event: "c", error: `cut: ${SECRET.slice(5, 30)}` });
+  assert.equal(lines.length, 3);
+  for (const line of lines) {
+    assert.deepEqual(leaks(line), [], line);
+    assert.match(JSON.parse(line).error, /<redacted>/);
+  }
+});
+
+Deno.test("a Bot API description holding the token double-encoded or split never reaches the result", async () => {
+  for (
+    const description of [
+      `Bad Request: /bot${REAL.replace(":", "%253A")}/x`,
+      `Bad Request: ${REAL.slice(0, 30)}\n${REAL.slice(30)}`,
+      `Bad Request: ${SECRET.slice(2, 14)}`,
+    ]
+  ) {
+    const fetch: typeof globalThis.fetch = () =>
+      Promise.resolve(
+        new Response(JSON.stringify({ ok: false, error_code: 400, description }), {
+          status: 400,
+        }),
+      );
+    const result = await callBotApi(
+      { apiUrl: "http://127.0.0.1:9", token: REAL, timeoutMs: 1000, fetch },
+      "getMe",
+      {},
+    );
+    assert.ok(!result.ok);
+    assert.deepEqual(leaks(result.error), [], result.error);
+    assert.match(result.error, /^400 Bad Request: .*<redacted>/);
+  }
 });

@@ -12,7 +12,6 @@ import {
   type FakeReply,
   htmlError,
   startCutOffServer,
-  tooManyRequests,
 } from "../support/fake_bot_api.ts";
 import { assertNoTokenLeak, TOKEN, withService } from "../support/service.ts";
 

@@ -5,14 +5,28 @@
  * deployment's layout (working directory = systemd StateDirectory, env file elsewhere).
  */
 import assert from "node:assert/strict";
-import { parseConfig } from "../../lib/config.ts";
-import { DEFAULT_ENV_FILE, OUTPUT } from "../../tasks/compile.ts";
+import { DEFAULTS, parseConfig } from "../../lib/config.ts";
+import { compileFailure, DEFAULT_ENV_FILE, OUTPUT, TARGETS } from "../../tasks/compile.ts";
 import { serviceFlags } from "../../lib/permissions.ts";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { baseEnv, freePort, TOKEN } from "../support/service.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const CHAT_ID = 4242;
+
+/** Runs the real `deno task compile` with `args` and `buildEnv`. */
+function runCompileTask(
+  args: string[],
+  buildEnv: Record<string, string> = {},
+): Promise<Deno.CommandOutput> {
+  return new Deno.Command("deno", {
+    args: ["task", "--quiet", "compile", ...args],
+    cwd: ROOT,
+    clearEnv: true,
+    env: { ...baseEnv(), ...buildEnv },
+    stdin: "null",
+  }).output();
+}
 
 /** Runs the real `deno task compile --print` with `buildEnv`; returns the `deno` arguments. */
 async function compileTask(buildEnv: Record<string, string> = {}): Promise<string[]> {
@@ -31,8 +45,14 @@ async function compileTask(buildEnv: Record<string, string> = {}): Promise<strin
 /** The permission flags of a compile command line (between "compile" and "--output"). */
 function bakedFlags(args: string[]): string[] {
   assert.equal(args[0], "compile");
-  assert.deepEqual(args.slice(-3), ["--output", OUTPUT, "main.ts"]);
-  return args.slice(1, -3);
+  const output = args.indexOf("--output");
+  assert.deepEqual(args.slice(output, output + 3), ["--output", OUTPUT, "main.ts"]);
+  return args.slice(1, output);
+}
+
+/** The arguments baked into the binary after `main.ts` (its built defaults). */
+function bakedArgs(args: string[]): string[] {
+  return args.slice(args.indexOf("main.ts") + 1);
 }
 
 Deno.test("deno task compile bakes in exactly serviceFlags of the deployment defaults", async () => {
@@ -41,9 +61,11 @@ Deno.test("deno task compile bakes in exactly serviceFlags of the deployment def
     bakedFlags(args),
     serviceFlags(parseConfig({}), { envFile: DEFAULT_ENV_FILE }),
   );
-  // The README shows the same list an operator gets.
-  const readme = await Deno.readTextFile(`${ROOT}README.md`);
-  for (const flag of bakedFlags(args)) assert.ok(readme.includes(flag), `README lacks ${flag}`);
+  // The deployment guide shows the same list an operator gets.
+  const guide = await Deno.readTextFile(`${ROOT}docs/deployment.md`);
+  for (const flag of bakedFlags(args)) {
+    assert.ok(guide.includes(flag), `docs/deployment.md lacks ${flag}`);
+  }
 });
 
 Deno.test("deno task compile never embeds an env file and grants nothing unscoped", async () => {
@@ -65,15 +87,113 @@ Deno.test("deno task compile takes HOST, PORT, MESSENGER_API_URL, MESSAGES_FILE 
     MESSAGES_FILE: "/srv/contactd/messages.jsonl",
     CONTACTD_ENV_FILE: "/srv/contactd/env",
   });
+  const file = "/srv/contactd/messages.jsonl";
+  const state = `${file},${file}.outbox,${file}.outbox.tmp`;
   assert.deepEqual(bakedFlags(args).slice(1, 4), [
     "--allow-net=[::1]:9000,bot-api.internal:8443",
-    "--allow-read=/srv/contactd/messages.jsonl,/srv/contactd/env",
-    "--allow-write=/srv/contactd/messages.jsonl",
+    `--allow-read=${state},/srv/contactd/env`,
+    `--allow-write=${state}`,
+  ]);
+  // The same values become the binary's defaults (arguments baked in after main.ts).
+  assert.deepEqual(bakedArgs(args), [
+    "--built-default",
+    "HOST=::1",
+    "--built-default",
+    "PORT=9000",
+    "--built-default",
+    "MESSENGER_API_URL=https://bot-api.internal:8443",
+    "--built-default",
+    `MESSAGES_FILE=${file}`,
   ]);
 });
 
+Deno.test("deno task compile bakes in no defaults when the build environment sets none", async () => {
+  assert.deepEqual(bakedArgs(await compileTask()), []);
+});
+
+Deno.test("deno task compile passes --target through for every supported target, into its own file", async () => {
+  for (const target of TARGETS) {
+    const output = await runCompileTask(["--print", "--target", target]);
+    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+    const args: string[] = JSON.parse(new TextDecoder().decode(output.stdout));
+    const at = args.indexOf("--target");
+    assert.deepEqual(args.slice(at, at + 4), [
+      "--target",
+      target,
+      "--output",
+      `${OUTPUT}-${target}`,
+    ]);
+  }
+  const joined = await runCompileTask(["--target=aarch64-unknown-linux-gnu", "--print"]);
+  assert.equal(joined.code, 0);
+  assert.ok(new TextDecoder().decode(joined.stdout).includes('"aarch64-unknown-linux-gnu"'));
+});
+
+Deno.test("deno task compile refuses an unknown argument or target with one line, building nothing", async () => {
+  for (
+    const args of [["--bogus"], ["--target", "riscv64-unknown-linux-gnu"], ["--target"], [
+      "--env-file=.env",
+    ]]
+  ) {
+    const output = await runCompileTask(args);
+    assert.equal(output.code, 1, args.join(" "));
+    assert.equal(output.stdout.length, 0);
+    const lines = new TextDecoder().decode(output.stderr).trim().split("\n");
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.match(lines[0]!, /^compile: (unknown argument|--target must be one of)/);
+  }
+});
+
+Deno.test("deno task compile without a reachable denort says in one line that the host is offline and how DENORT_BIN fixes it, leaving no dist/", async () => {
+  const dist = `${ROOT}dist`;
+  const hadDist = await Deno.stat(dist).then(() => true, () => false);
+  // A proxy on a closed port: the download fails here and on a host that is online.
+  const closed = freePort();
+  const output = await runCompileTask([], {
+    HTTPS_PROXY: `http://127.0.0.1:${closed}`,
+    https_proxy: `http://127.0.0.1:${closed}`,
+  });
+  const stderr = new TextDecoder().decode(output.stderr);
+  assert.equal(output.code, 1, stderr);
+  const lines = stderr.trim().split("\n");
+  assert.match(lines.at(-1)!, /^compile: this host is offline .*DENORT_BIN=\/path\/to\/denort/);
+  assert.doesNotMatch(stderr, /Caused by|Stack backtrace|dl\.deno\.land/);
+  assert.equal(await Deno.stat(dist).then(() => true, () => false), hadDist);
+});
+
+Deno.test("compileFailure shortens only Deno's base-binary download failure, and not when DENORT_BIN is set", () => {
+  const offline = "error: Writing deno compile executable to temporary file 'dist/x.tmp'\n\n" +
+    "Caused by:\n    0: Setting up base binary.\n    1: error sending request for url " +
+    "(https://dl.deno.land/release/v2.9.6/denort-x86_64-unknown-linux-gnu.zip): client error " +
+    "(Connect): dns error: failed to lookup address information\n";
+  assert.match(compileFailure(offline, undefined)!, /^compile: this host is offline.*DENORT_BIN/);
+  assert.equal(compileFailure(offline, "/opt/denort"), undefined);
+  assert.equal(compileFailure("error: Type checking failed.\n", undefined), undefined);
+});
+
+Deno.test("the systemd unit lets the service bind the default PORT only, and a build with another PORT names the line to change", async () => {
+  const unit = await Deno.readTextFile(`${ROOT}systemd/contactd.service`);
+  assert.deepEqual(unit.match(/^SocketBindAllow=.*$/gm), [`SocketBindAllow=tcp:${DEFAULTS.PORT}`]);
+  // The unit says where the rule is documented, in one place.
+  assert.match(unit, /keep it equal to the PORT the binary[\s\S]*docs\/deployment\.md/);
+  const other = await runCompileTask(["--print"], { PORT: "9000" });
+  assert.equal(other.code, 0);
+  assert.match(
+    new TextDecoder().decode(other.stderr),
+    /set SocketBindAllow=tcp:9000 in systemd\/contactd\.service/,
+  );
+  const same = await runCompileTask(["--print"]);
+  assert.doesNotMatch(new TextDecoder().decode(same.stderr), /SocketBindAllow/);
+});
+
 Deno.test("deno task compile refuses a malformed build setting with one line", async () => {
-  for (const [name, value] of [["PORT", "http"], ["CONTACTD_ENV_FILE", "relative/env"]]) {
+  for (
+    const [name, value] of [
+      ["PORT", "http"],
+      ["CONTACTD_ENV_FILE", "relative/env"],
+      ["MESSENGER_API_URL", "http://a%2cb/"],
+    ]
+  ) {
     const output = await new Deno.Command("deno", {
       args: ["task", "--quiet", "compile", "--print"],
       cwd: ROOT,
@@ -86,7 +206,7 @@ Deno.test("deno task compile refuses a malformed build setting with one line", a
   }
 });
 
-Deno.test("with the binary's flags the service delivers and records, and everything else is NotCapable", async () => {
+Deno.test("a binary built with PORT and MESSENGER_API_URL serves with them, its env file holding only the secrets; everything else is NotCapable", async () => {
   const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
   const other = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
@@ -101,20 +221,27 @@ Deno.test("with the binary's flags the service delivers and records, and everyth
   // The operator's env file: secrets here only, never in the build.
   await Deno.writeTextFile(
     envFile,
-    `MESSENGER_BOT_TOKEN=${TOKEN}\nMESSENGER_CHAT_ID=${CHAT_ID}\n` +
-      `MESSENGER_API_URL=${fake.url}\nPORT=${port}\n`,
+    `MESSENGER_BOT_TOKEN=${TOKEN}\nMESSENGER_CHAT_ID=${CHAT_ID}\n`,
     { mode: 0o600 },
   );
-  const flags = bakedFlags(
-    await compileTask({
-      PORT: String(port),
-      MESSENGER_API_URL: fake.url,
-      CONTACTD_ENV_FILE: envFile,
-    }),
-  );
+  // PORT and MESSENGER_API_URL are given at build time only: the binary's defaults.
+  const compiled = await compileTask({
+    PORT: String(port),
+    MESSENGER_API_URL: fake.url,
+    CONTACTD_ENV_FILE: envFile,
+  });
+  const flags = bakedFlags(compiled);
   const env = { ...baseEnv(), UNLISTED_SECRET: "must not be readable" };
   const service = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...flags, `${ROOT}main.ts`, "serve", "--env-file", envFile],
+    args: [
+      "run",
+      ...flags,
+      `${ROOT}main.ts`,
+      ...bakedArgs(compiled),
+      "serve",
+      "--env-file",
+      envFile,
+    ],
     cwd: state,
     clearEnv: true,
     env,
@@ -133,7 +260,7 @@ Deno.test("with the binary's flags the service delivers and records, and everyth
 
     const response = await fetch(`${url}/api/contact`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-real-ip": "203.0.113.9" },
+      headers: { "content-type": "application/json", "x-forwarded-for": "203.0.113.9" },
       body: JSON.stringify({ name: "Ann", contact: "@ann", message: "Hello from the binary" }),
     });
     assert.equal(response.status, 200);
@@ -181,8 +308,8 @@ Deno.test("with the binary's flags the service delivers and records, and everyth
       "load a native library": "NotCapable",
     });
     assert.deepEqual(
-      Array.from(Deno.readDirSync(state), (entry) => entry.name),
-      ["messages.jsonl"],
+      Array.from(Deno.readDirSync(state), (entry) => entry.name).sort(),
+      ["messages.jsonl", "messages.jsonl.outbox"],
     );
   } finally {
     service.kill("SIGTERM");
@@ -198,9 +325,9 @@ Deno.test("with the binary's flags the service delivers and records, and everyth
 
 Deno.test("a binary refuses at start-up a PORT outside its baked-in permissions, naming the setting", async () => {
   const dir = await Deno.makeTempDir({ prefix: "contactd-binary-" });
-  const flags = bakedFlags(await compileTask({ PORT: String(freePort()) }));
+  const compiled = await compileTask({ PORT: String(freePort()) });
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", ...flags, `${ROOT}main.ts`],
+    args: ["run", ...bakedFlags(compiled), `${ROOT}main.ts`, ...bakedArgs(compiled)],
     cwd: dir,
     clearEnv: true,
     env: { ...baseEnv(), PORT: String(freePort()) },

@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { SETTING_NAMES } from "../../lib/config.ts";
-import { baseEnv, freePort } from "../support/service.ts";
+import { baseEnv, CHAT_ID, freePort, startService, TOKEN } from "../support/service.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const TASKS = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
@@ -83,4 +83,155 @@ Deno.test("deno task start refuses a malformed setting with one line naming it",
   assert.equal(lines.length, 1);
   assert.equal(JSON.parse(lines[0]!).setting, "PORT");
   await Deno.remove(dir, { recursive: true });
+});
+
+/** Polls `url` until it answers (true) or `tries` × 100 ms pass (false). */
+async function answers(url: string, tries = 100): Promise<boolean> {
+  for (let i = 0; i < tries; i++) {
+    const ok = await fetch(url).then((r) => r.body?.cancel().then(() => true), () => false);
+    if (ok) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
+
+/** Whether process `pid` still exists (a zombie counts as gone). */
+async function alive(pid: number): Promise<boolean> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => undefined);
+  return stat !== undefined && !/^\d+ \(.*\) Z /.test(stat);
+}
+
+/** Starts the launcher in `dir` with a `.env` naming `port`; returns it and the child's pid. */
+async function startLauncher(dir: string, port: number) {
+  await Deno.writeTextFile(`${dir}/.env`, `PORT=${port}\n`);
+  const launcher = new Deno.Command(Deno.execPath(), {
+    args: taskArgs("serve"),
+    cwd: dir,
+    clearEnv: true,
+    env: baseEnv(),
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  assert.ok(await answers(`http://127.0.0.1:${port}/api/health`), "the service did not start");
+  // Deno asks for --allow-all to read /proc/<pid>/…; the test task grants --allow-run, so cat.
+  const children = new TextDecoder().decode(
+    (await new Deno.Command("cat", {
+      args: [`/proc/${launcher.pid}/task/${launcher.pid}/children`],
+    }).output()).stdout,
+  );
+  const pids = children.trim().split(/\s+/).map(Number);
+  assert.equal(pids.length, 1, children);
+  return { launcher, child: pids[0]! };
+}
+
+Deno.test("when the launcher is killed with SIGKILL, its child stops and the port is free for a second start", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+  const port = freePort();
+  const { launcher, child } = await startLauncher(dir, port);
+  try {
+    launcher.kill("SIGKILL");
+    await launcher.status;
+    let gone = false;
+    for (let i = 0; i < 50 && !gone; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      gone = !(await alive(child));
+    }
+    assert.ok(gone, `child ${child} still runs after its launcher was killed`);
+    const second = await startLauncher(dir, port);
+    second.launcher.kill("SIGTERM");
+    assert.equal((await second.launcher.status).code, 0);
+  } finally {
+    if (await alive(child)) Deno.kill(child, "SIGKILL");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+  Deno.test(`the launcher passes ${signal} on: the child stops gracefully and both exit 0`, async () => {
+    const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+    const { launcher, child } = await startLauncher(dir, freePort());
+    try {
+      launcher.kill(signal);
+      assert.equal((await launcher.status).code, 0);
+      assert.ok(!(await alive(child)));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
+
+Deno.test("SIGHUP stops the service like SIGTERM: the request in flight is answered and recorded", async () => {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => release = resolve);
+  let called = () => {};
+  const calledOnce = new Promise<void>((resolve) => called = resolve);
+  // A Bot API that holds the first sendMessage until the signal has been sent.
+  const api = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async () => {
+    called();
+    await held;
+    return Response.json({ ok: true, result: { message_id: 1 } });
+  });
+  const service = await startService({
+    MESSENGER_BOT_TOKEN: TOKEN,
+    MESSENGER_CHAT_ID: String(CHAT_ID),
+    MESSENGER_API_URL: `http://127.0.0.1:${api.addr.port}`,
+  });
+  try {
+    const response = service.post({ name: "Ann", contact: "@ann", message: "in flight" });
+    await calledOnce;
+    service.process.kill("SIGHUP");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    release();
+    const answer = await response;
+    const body = await answer.json();
+    assert.ok(answer.status === 200 || answer.status === 502, JSON.stringify(body));
+    assert.equal(await service.stop(), 0);
+    assert.equal((await service.records()).length, 1);
+    assert.ok(service.logs().some((line) => line.event === "stopping" && line.signal === "SIGHUP"));
+  } finally {
+    release();
+    await service.stop();
+    await api.shutdown();
+    await Deno.remove(service.dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task start refuses a value that swallowed the token's line without printing any of the token", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+  const secret = TOKEN.slice(TOKEN.indexOf(":") + 1);
+  await Deno.writeTextFile(`${dir}/.env`, `TRUSTED_PROXIES="none MESSENGER_BOT_TOKEN=${TOKEN}"\n`);
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: taskArgs("serve"),
+    cwd: dir,
+    clearEnv: true,
+    env: baseEnv(),
+  }).output();
+  await Deno.remove(dir, { recursive: true });
+  assert.equal(output.code, 1);
+  const text = new TextDecoder().decode(output.stderr);
+  const lines = text.trim().split("\n");
+  assert.equal(lines.length, 1, text);
+  assert.equal(JSON.parse(lines[0]!).setting, "TRUSTED_PROXIES");
+  for (let i = 0; i + 8 <= secret.length; i++) {
+    assert.ok(!text.includes(secret.slice(i, i + 8)), text);
+  }
+});
+
+Deno.test("deno task start refuses a comma in MESSENGER_API_URL (also %2c) with one line, before any child runs", async () => {
+  for (const url of ["http://a%2cb/", "http://a,b:80/", "https://bot%2Capi.example"]) {
+    const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+    await Deno.writeTextFile(`${dir}/.env`, `MESSENGER_API_URL=${url}\n`);
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: taskArgs("serve"),
+      cwd: dir,
+      clearEnv: true,
+      env: baseEnv(),
+    }).output();
+    await Deno.remove(dir, { recursive: true });
+    const text = new TextDecoder().decode(output.stderr);
+    assert.equal(output.code, 1, text);
+    const lines = text.trim().split("\n");
+    assert.equal(lines.length, 1, text);
+    assert.equal(JSON.parse(lines[0]!).setting, "MESSENGER_API_URL");
+  }
 });

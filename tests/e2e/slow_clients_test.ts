@@ -38,7 +38,7 @@ async function readResponse(conn: Deno.Conn): Promise<string> {
 
 function head(ip: string, length: number, extra = ""): string {
   return `POST /api/contact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
-    `X-Real-IP: ${ip}\r\nContent-Length: ${length}\r\n${extra}\r\n`;
+    `X-Forwarded-For: ${ip}\r\nContent-Length: ${length}\r\n${extra}\r\n`;
 }
 
 Deno.test("e2e: a trickling body gets 408 at the read deadline while idle connections do not block others", async () => {
@@ -67,15 +67,18 @@ Deno.test("e2e: a trickling body gets 408 at the read deadline while idle connec
         }
         idle.push(conn);
       }
-      // Everyone else is still served, promptly.
-      for (let i = 0; i < 20; i++) {
+      // Everyone else is still served, promptly. (Three POSTs: the chat's pacer lets a burst of
+      // three through at once, then one a second.)
+      for (let i = 0; i < 3; i++) {
         const response = await service.post({ message: `served ${i}` }, `10.8.${i}.1`);
         assert.equal(response.status, 200);
         await response.body?.cancel();
       }
-      const health = await fetch(`${service.url}/api/health`);
-      assert.deepEqual(await health.json(), { ok: true, configured: true });
-      assert.equal(fake.delivered.length, 20);
+      for (let i = 0; i < 20; i++) {
+        const health = await fetch(`${service.url}/api/health`);
+        assert.deepEqual(await health.json(), { ok: true, configured: true });
+      }
+      assert.equal(fake.delivered.length, 3);
       assert.ok(Date.now() - started < BODY_TIMEOUT_MS, "served before the slow body timed out");
 
       const text = await answer;
@@ -105,7 +108,7 @@ Deno.test("e2e: a trickling body gets 408 at the read deadline while idle connec
       }
     }
     const records = await service.records();
-    assert.equal(records.length, 20);
+    assert.equal(records.length, 3);
     assert.ok(records.every((record) => String(record.message).startsWith("served ")));
     const timeouts = service.logs().filter((log) => log.result === "request_timeout");
     assert.equal(timeouts.length, 101);
@@ -122,12 +125,12 @@ Deno.test("e2e: raw requests with odd header bytes and casing get JSON answers",
       return reply;
     };
     const body = '{"message":"m"}';
-    // A Latin-1 byte and a control-free but non-ASCII value in X-Real-IP: the peer is used.
+    // A Latin-1 byte and a control-free but non-ASCII value in X-Forwarded-For: the peer is used.
     const odd = new Uint8Array([
       ...encoder.encode(
         "POST /api/contact HTTP/1.1\r\nhOsT: x\r\ncOnTeNt-TyPe: Application/Json\r\n",
       ),
-      ...encoder.encode("X-Real-IP: 10.0.0."),
+      ...encoder.encode("X-Forwarded-For: 10.0.0."),
       0xff,
       ...encoder.encode(`\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
     ]);

@@ -16,6 +16,13 @@ import {
   withService,
 } from "../support/service.ts";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
+import { requireTool, skipWithout } from "../support/tools.ts";
+
+/** Tests needing util-linux: skipped (and named at the end of the run) without it, never in CI. */
+const test = {
+  setpriv: skipWithout("setpriv") ? Deno.test.ignore : Deno.test,
+  prlimit: skipWithout("prlimit") ? Deno.test.ignore : Deno.test,
+};
 
 async function health(service: Service): Promise<unknown> {
   return await (await fetch(`${service.url}/api/health`)).json();
@@ -77,7 +84,7 @@ async function faultCycle(
   assert.deepEqual(await health(service), { ok: true, configured: true });
 }
 
-Deno.test("e2e: a backup file the service may not write (mode changed under it) fails honestly and recovers", async () => {
+test.setpriv("e2e: a backup file the service may not write (mode changed under it) fails honestly and recovers", async () => {
   // Root ignores file modes, so the service runs as an ordinary user (nobody when we are root).
   await withService({}, async (service, fake) => {
     const rotated = `${service.file}.1`;
@@ -122,10 +129,12 @@ Deno.test("e2e: a removed backup directory fails honestly and recovers when it i
   }
 });
 
-Deno.test("e2e: a backup file that cannot grow (RLIMIT_FSIZE, a full disk) fails honestly and recovers", async () => {
+test.prlimit("e2e: a backup file that cannot grow (RLIMIT_FSIZE, a full disk) fails honestly and recovers", async () => {
   await withService({}, async (service, fake) => {
     const prlimit = (limit: string) =>
-      new Deno.Command("prlimit", { args: [`--pid=${service.process.pid}`, `--fsize=${limit}`] })
+      new Deno.Command(requireTool("prlimit", "util-linux"), {
+        args: [`--pid=${service.process.pid}`, `--fsize=${limit}`],
+      })
         .output().then((result) =>
           assert.ok(result.success, new TextDecoder().decode(result.stderr))
         );

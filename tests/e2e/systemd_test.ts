@@ -1,8 +1,13 @@
 /**
- * systemd/contactd.service: sandbox score and `systemd-analyze verify`, offline.
+ * systemd/contactd.service: sandbox score and `systemd-analyze verify`, offline; and live, the
+ * unit as shipped under a real systemd booted in a fresh namespace (root only; skipped with the
+ * reason outside CI where that is unavailable).
  */
 import assert from "node:assert/strict";
-import { requireTool, skipWithout } from "../support/tools.ts";
+import { startFakeBotApi } from "../support/fake_bot_api.ts";
+import { isRoot } from "../support/service.ts";
+import { type BootedSystemd, bootSystemd, runArgs, SYSTEMD } from "../support/systemd.ts";
+import { requireTool, skipBecause, skipWithout } from "../support/tools.ts";
 
 const UNIT = new URL("../../systemd/contactd.service", import.meta.url).pathname;
 const ignore = skipWithout("systemd-analyze");
@@ -88,6 +93,332 @@ Deno.test({
       assert.equal(result.code, 0);
     } finally {
       await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
+// Live: the unit as shipped under a real systemd (PID 1 of a fresh namespace; root only).
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const LIVE_TOOLS = ["unshare", "nsenter", "systemctl", "logrotate", "curl"] as const;
+const liveIgnore = skipLive();
+const TOKEN = "123456789:AAE_systemd-live-test-token";
+const CHAT_ID = 4242;
+const URL_8787 = "http://127.0.0.1:8787";
+
+/** Skipped outside CI without root, the tools, or a systemd to boot (the reason is recorded). */
+function skipLive(): boolean {
+  if (LIVE_TOOLS.filter((tool) => skipWithout(tool)).length > 0) return true;
+  if (!isRoot()) return skipBecause("root (the live systemd test boots systemd as PID 1)");
+  try {
+    if (!Deno.statSync(SYSTEMD).isFile) {
+      return skipBecause(`${SYSTEMD} (apt-get install -y systemd)`);
+    }
+  } catch {
+    return skipBecause(`${SYSTEMD} (apt-get install -y systemd)`);
+  }
+  return false;
+}
+
+/** A front for the fake Bot API: the next `slow` requests wait `delayMs`, then fail with 503. */
+function startSlowFront(target: string) {
+  const front = { slow: 0, delayMs: 0, received: 0 };
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (request) => {
+      front.received++;
+      if (front.slow > 0) {
+        front.slow--;
+        await new Promise((resolve) => setTimeout(resolve, front.delayMs));
+        // A slow failure: the service stops meanwhile, so only its next start may deliver it.
+        await request.body?.cancel();
+        return Response.json({ ok: false, error_code: 503, description: "slow" }, { status: 503 });
+      }
+      const url = new URL(request.url);
+      const upstream = await fetch(`${target}${url.pathname}${url.search}`, {
+        method: request.method,
+        headers: request.headers,
+        body: await request.arrayBuffer(),
+      });
+      return new Response(await upstream.arrayBuffer(), {
+        status: upstream.status,
+        headers: upstream.headers,
+      });
+    },
+  );
+  return Object.assign(front, {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    close: () => server.shutdown(),
+  });
+}
+
+/** `curl` from the host (the namespace shares its network): status and JSON body. */
+async function curl(path: string, message?: string): Promise<{ status: number; body: unknown }> {
+  const args = ["-sS", "-m", "30", "-o", "-", "-w", "\n%{http_code}"];
+  if (message !== undefined) {
+    args.push("-H", "content-type: application/json", "--data-binary", JSON.stringify({ message }));
+  }
+  const output = await new Deno.Command(requireTool("curl", "curl"), {
+    args: [...args, `${URL_8787}${path}`],
+    stdin: "null",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout);
+  const cut = text.lastIndexOf("\n");
+  const body = text.slice(0, cut);
+  let json: unknown = body;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    // not JSON: the assertion shows the text
+  }
+  return { status: Number(text.slice(cut + 1)), body: json };
+}
+
+/** The documented logrotate config: the block naming the backup file in docs/ or the README. */
+async function documentedLogrotate(): Promise<string> {
+  const files = [`${ROOT}README.md`];
+  try {
+    for await (const entry of Deno.readDir(`${ROOT}docs`)) {
+      if (entry.name.endsWith(".md")) files.push(`${ROOT}docs/${entry.name}`);
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  for (const file of files) {
+    const match = (await Deno.readTextFile(file)).match(
+      /```\n(\/var\/lib\/private\/contactd\/messages\.jsonl \{\n[^`]*\})\n```/,
+    );
+    if (match) return match[1]! + "\n";
+  }
+  throw new Error("no logrotate config for /var/lib/private/contactd/messages.jsonl in the docs");
+}
+
+Deno.test({
+  name:
+    "systemd, live: the shipped unit starts sandboxed, serves, records 0600 as its dynamic user, keeps writing across logrotate, restarts after kill -9 and drains on stop",
+  ignore: liveIgnore,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async (t) => {
+    const unshare = requireTool("unshare", "util-linux");
+    const nsenter = requireTool("nsenter", "util-linux");
+    requireTool("logrotate", "logrotate");
+    const busy = await fetch(`${URL_8787}/`).then(() => true, () => false);
+    assert.ok(!busy, "port 8787 (the unit's SocketBindAllow=) is in use on this host");
+    const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID, floodControl: false });
+    const front = startSlowFront(fake.url);
+    // Outside /tmp (the namespace hides it under a fresh tmpfs) and readable by the dynamic user.
+    await Deno.mkdir("/opt", { recursive: true });
+    const dir = await Deno.makeTempDir({ dir: "/opt", prefix: "contactd-systemd-test-" });
+    await Deno.chmod(dir, 0o755);
+    let systemd: BootedSystemd | undefined;
+    const started = Date.now();
+    try {
+      systemd = await bootSystemd(dir, { unshare, nsenter });
+      const sd = systemd;
+      const journal = async () =>
+        (await sd.run("journalctl", "-u", "contactd", "--no-pager", "-n", "40", "-o", "cat"))
+          .stdout;
+      const show = async () =>
+        Object.fromEntries(
+          (await sd.check(
+            "systemctl",
+            "show",
+            "contactd",
+            "-p",
+            "MainPID,NRestarts,ActiveState,Result",
+          ))
+            .trim().split("\n").map((line) => line.split("=", 2) as [string, string]),
+        );
+
+      // The stand-in binary: the real Deno running main.ts with exactly the compile task's flags,
+      // the checkout mounted read-only, and a pre-filled DENO_DIR mounted read-only.
+      const print = await new Deno.Command(Deno.execPath(), {
+        args: ["task", "compile", "--print"],
+        cwd: ROOT,
+        env: { MESSENGER_API_URL: front.url, NO_COLOR: "1" },
+        stdin: "null",
+      }).output();
+      assert.equal(print.code, 0, new TextDecoder().decode(print.stderr));
+      const compileArgs = JSON.parse(new TextDecoder().decode(print.stdout));
+      const src = `${dir}/src`;
+      const denoDir = `${dir}/deno-dir`;
+      await Deno.mkdir(src);
+      await Deno.mkdir(denoDir);
+      const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+      await Deno.writeTextFile(
+        `${dir}/contactd`,
+        `#!/bin/sh\nDENO_DIR=${quote(denoDir)} exec ${quote(Deno.execPath())} ${
+          runArgs(compileArgs, `${src}/main.ts`).map(quote).join(" ")
+        } "$@"\n`,
+      );
+      await Deno.chmod(`${dir}/contactd`, 0o755);
+      await sd.check("mount", "--bind", ROOT, src);
+      await sd.check("mount", "-o", "remount,bind,ro", src);
+      await sd.check(
+        "env",
+        `DENO_DIR=${denoDir}`,
+        Deno.execPath(),
+        "cache",
+        "--quiet",
+        `${src}/main.ts`,
+      );
+      await sd.check("mount", "--bind", denoDir, denoDir);
+      await sd.check("mount", "-o", "remount,bind,ro", denoDir);
+      await sd.check("install", "-m", "0755", `${dir}/contactd`, "/usr/local/bin/contactd");
+      await sd.check(
+        "install",
+        "-m",
+        "0644",
+        `${ROOT}systemd/contactd.service`,
+        "/run/systemd/system/",
+      );
+      await Deno.writeTextFile(
+        `${dir}/env`,
+        `MESSENGER_BOT_TOKEN=${TOKEN}\nMESSENGER_CHAT_ID=${CHAT_ID}\nMESSENGER_API_URL=${front.url}\n`,
+      );
+      await sd.check("install", "-D", "-m", "0600", `${dir}/env`, "/etc/contactd/env");
+      await sd.check("systemctl", "daemon-reload");
+
+      await t.step("the sandbox lets it start and health answers through curl", async () => {
+        await sd.check("systemctl", "start", "contactd");
+        let health = await curl("/api/health").catch(() => ({ status: 0, body: null }));
+        for (let i = 0; i < 100 && health.status !== 200; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          health = await curl("/api/health");
+        }
+        assert.equal(health.status, 200, await journal());
+        assert.deepEqual((health.body as { ok?: unknown }).ok, true);
+        assert.equal((await show()).ActiveState, "active");
+      });
+
+      const stat = async (path: string) => (await sd.check("stat", "-c", "%a %u %U", path)).trim();
+      const records = async (path: string) =>
+        (await sd.check("cat", path)).split("\n").filter(Boolean).map((line) => JSON.parse(line));
+      const FILE = "/var/lib/private/contactd/messages.jsonl";
+
+      await t.step(
+        "a submission is delivered and recorded 0600, owned by the dynamic user",
+        async () => {
+          const answer = await curl("/api/contact", "first through systemd");
+          assert.equal(answer.status, 200, JSON.stringify(answer.body) + (await journal()));
+          assert.ok(fake.delivered.some((text) => text.includes("first through systemd")));
+          const [mode, uid, user] = (await stat(FILE)).split(" ");
+          assert.equal(mode, "600");
+          // systemd's dynamic users are 61184-65519; the name is the unit's.
+          assert.ok(Number(uid) >= 61184 && Number(uid) <= 65519, `uid ${uid}`);
+          assert.equal(user, "contactd");
+          const mainPid = (await show()).MainPID;
+          const status = await sd.check("cat", `/proc/${mainPid}/status`);
+          assert.match(
+            status,
+            new RegExp(`^Uid:\\t${uid}\\t`, "m"),
+            "the service runs as the file's owner",
+          );
+          assert.equal((await stat("/var/lib/private/contactd")).split(" ")[0], "700");
+          assert.deepEqual((await records(FILE)).map((record) => record.message), [
+            "first through systemd",
+          ]);
+        },
+      );
+
+      await t.step(
+        "after a logrotate run with the documented config it writes a new file",
+        async () => {
+          const before = (await show()).MainPID;
+          await Deno.writeTextFile(`${dir}/logrotate.conf`, await documentedLogrotate());
+          await sd.check(
+            "logrotate",
+            "-f",
+            "-s",
+            `${dir}/logrotate.state`,
+            `${dir}/logrotate.conf`,
+          );
+          assert.deepEqual((await records(`${FILE}.1`)).map((record) => record.message), [
+            "first through systemd",
+          ]);
+          const answer = await curl("/api/contact", "after rotation");
+          assert.equal(answer.status, 200, JSON.stringify(answer.body) + (await journal()));
+          assert.deepEqual((await records(FILE)).map((record) => record.message), [
+            "after rotation",
+          ]);
+          assert.equal((await stat(FILE)).split(" ")[0], "600");
+          assert.equal((await show()).MainPID, before, "rotation needs no restart");
+        },
+      );
+
+      await t.step("kill -9 of the main process is followed by Restart=on-failure", async () => {
+        const before = await show();
+        await sd.check("kill", "-9", before.MainPID!);
+        let after = await show();
+        for (
+          let i = 0;
+          i < 150 && !(after.ActiveState === "active" && after.NRestarts === "1");
+          i++
+        ) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          after = await show();
+        }
+        assert.equal(after.NRestarts, "1", JSON.stringify(after));
+        assert.notEqual(after.MainPID, before.MainPID);
+        let answer = await curl("/api/contact", "after kill -9").catch(() => ({
+          status: 0,
+          body: null,
+        }));
+        for (let i = 0; i < 100 && answer.status === 0; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          answer = await curl("/api/contact", "after kill -9").catch(() => ({
+            status: 0,
+            body: null,
+          }));
+        }
+        assert.equal(answer.status, 200, JSON.stringify(answer.body) + (await journal()));
+      });
+
+      await t.step(
+        "systemctl stop answers an in-flight sender (saved), records it, exits cleanly, and the next start delivers it",
+        async () => {
+          front.slow = 1;
+          front.delayMs = 3000;
+          const received = front.received;
+          const inFlight = curl("/api/contact", "in flight at stop");
+          while (front.received === received) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          await sd.check("systemctl", "stop", "contactd");
+          const answer = await inFlight;
+          const body = answer.body as { stored?: unknown };
+          // Delivered before the stop (200), or answered "saved, will be delivered" (502).
+          assert.ok(
+            answer.status === 200 || (answer.status === 502 && body.stored === true),
+            `${answer.status} ${JSON.stringify(answer.body)}\n${await journal()}`,
+          );
+          assert.ok((await records(FILE)).some((record) => record.message === "in flight at stop"));
+          const state = await show();
+          assert.equal(state.ActiveState, "inactive", JSON.stringify(state));
+          assert.equal(state.Result, "success", await journal());
+          if (answer.status === 502) {
+            assert.ok(!fake.delivered.some((text) => text.includes("in flight at stop")));
+            await sd.check("systemctl", "start", "contactd");
+            for (let i = 0; i < 150; i++) {
+              if (fake.delivered.some((text) => text.includes("in flight at stop"))) break;
+              await new Promise((resolve) => setTimeout(resolve, 100));
+            }
+            assert.ok(
+              fake.delivered.some((text) => text.includes("in flight at stop")),
+              await journal(),
+            );
+            await sd.check("systemctl", "stop", "contactd");
+          }
+        },
+      );
+    } finally {
+      await systemd?.shutdown();
+      await front.close();
+      await fake.close();
+      await Deno.remove(dir, { recursive: true });
+      console.log(`systemd, live: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }
   },
 });

@@ -4,6 +4,7 @@
  * @module
  */
 import type { DeliveryOutcome } from "../../lib/delivery.ts";
+import type { RealIpHeader } from "../../lib/client_address.ts";
 import { createHandler, type Handler } from "../../lib/handler.ts";
 import { parseCidr } from "../../lib/ip.ts";
 import type { LogFields, LogLevel } from "../../lib/log.ts";
@@ -27,6 +28,8 @@ export function setup(options: {
   bodyDeadline?: (nowMs: number) => AbortSignal;
   /** Called before each log line is kept; a throw here is the logger failing. */
   onLog?: (fields: LogFields) => void;
+  /** `REAL_IP_HEADER` (default: X-Forwarded-For, as in production). */
+  realIpHeader?: RealIpHeader;
 } = {}) {
   const state = {
     now: new Date("2026-11-22T14:03:09.500Z"),
@@ -42,6 +45,7 @@ export function setup(options: {
   const handler: Handler = createHandler({
     now: () => state.now.getTime(),
     trustedProxies: [parseCidr("127.0.0.1/8")!],
+    ...(options.realIpHeader ? { realIpHeader: options.realIpHeader } : {}),
     limiter: new RateLimiter({ limit: 5, windowMs: 60_000 }),
     queue: deliver === "unconfigured" ? undefined : {
       async submit(submission) {
@@ -71,7 +75,7 @@ export function setup(options: {
 export function post(body: unknown, headers: Record<string, string> = {}, ip = "198.51.100.1") {
   return new Request("http://localhost/api/contact", {
     method: "POST",
-    headers: { "content-type": "application/json", "x-real-ip": ip, ...headers },
+    headers: { "content-type": "application/json", "x-forwarded-for": ip, ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 }
@@ -88,5 +92,5 @@ export function postForm(
   }, ip);
 }
 
-/** A trusted proxy as the TCP peer, so `X-Real-IP` names the client. */
+/** A trusted proxy as the TCP peer, so `X-Forwarded-For` names the client. */
 export const PEER = { remoteAddr: { hostname: "127.0.0.1" } };

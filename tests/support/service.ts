@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { parseConfig } from "../../lib/config.ts";
 import { serviceFlags } from "../../lib/permissions.ts";
 import { type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
+import { requireTool } from "./tools.ts";
 
 /** The bot token every end-to-end test configures; it must never show up anywhere. */
 export const TOKEN = "123456789:AAE_secret-token-value";
@@ -220,16 +221,15 @@ async function unprivilegedCommand(dir: string): Promise<{ cmd: string; pre: str
   }
   let deno = Deno.execPath();
   const setpriv = ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "--"];
-  const probe = await new Deno.Command("setpriv", { args: [...setpriv, deno, "--version"] })
-    .output().catch(() => undefined);
-  if (probe === undefined) throw new Error("setpriv (util-linux) is needed to drop root");
+  const tool = requireTool("setpriv", "util-linux");
+  const probe = await new Deno.Command(tool, { args: [...setpriv, deno, "--version"] }).output();
   if (!probe.success) {
     deno = `${dir}/deno`;
     await Deno.copyFile(Deno.execPath(), deno);
   }
   await Deno.chmod(dir, 0o755);
   for (const path of [dir, `${dir}/src`, `${dir}/src/lib`]) await Deno.chown(path, NOBODY, NOBODY);
-  return { cmd: "setpriv", pre: [...setpriv, deno] };
+  return { cmd: tool, pre: [...setpriv, deno] };
 }
 
 /**
