@@ -242,24 +242,40 @@ Deno.test({
       }).output();
       assert.equal(print.code, 0, new TextDecoder().decode(print.stderr));
       const compileArgs = JSON.parse(new TextDecoder().decode(print.stdout));
+      // Copies, not the checkout and the Deno on PATH themselves: those may sit under /tmp (a
+      // fresh tmpfs in the namespace) or a home directory (ProtectHome=yes hides it).
       const src = `${dir}/src`;
       const denoDir = `${dir}/deno-dir`;
-      await Deno.mkdir(src);
+      const deno = `${dir}/deno`;
+      await Deno.mkdir(`${src}/lib`, { recursive: true });
       await Deno.mkdir(denoDir);
+      for (const name of ["main.ts", "deno.json", "deno.lock"]) {
+        await Deno.copyFile(`${ROOT}${name}`, `${src}/${name}`).catch((error) => {
+          if (!(error instanceof Deno.errors.NotFound)) throw error;
+        });
+      }
+      for await (const entry of Deno.readDir(`${ROOT}lib`)) {
+        if (entry.isFile) {
+          await Deno.copyFile(`${ROOT}lib/${entry.name}`, `${src}/lib/${entry.name}`);
+        }
+      }
+      await Deno.copyFile(`${ROOT}systemd/contactd.service`, `${dir}/contactd.service`);
+      await Deno.copyFile(Deno.execPath(), deno);
+      await Deno.chmod(deno, 0o755);
       const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
       await Deno.writeTextFile(
         `${dir}/contactd`,
-        `#!/bin/sh\nDENO_DIR=${quote(denoDir)} exec ${quote(Deno.execPath())} ${
+        `#!/bin/sh\nDENO_DIR=${quote(denoDir)} exec ${quote(deno)} ${
           runArgs(compileArgs, `${src}/main.ts`).map(quote).join(" ")
         } "$@"\n`,
       );
       await Deno.chmod(`${dir}/contactd`, 0o755);
-      await sd.check("mount", "--bind", ROOT, src);
+      await sd.check("mount", "--bind", src, src);
       await sd.check("mount", "-o", "remount,bind,ro", src);
       await sd.check(
         "env",
         `DENO_DIR=${denoDir}`,
-        Deno.execPath(),
+        deno,
         "cache",
         "--quiet",
         `${src}/main.ts`,
@@ -271,7 +287,7 @@ Deno.test({
         "install",
         "-m",
         "0644",
-        `${ROOT}systemd/contactd.service`,
+        `${dir}/contactd.service`,
         "/run/systemd/system/",
       );
       await Deno.writeTextFile(
