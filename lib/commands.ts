@@ -23,7 +23,7 @@ export interface CommandIo {
   readonly readSubmissions: (
     path: string,
     entries: Iterable<OutboxEntry>,
-  ) => AsyncIterable<OutboxSubmission>;
+  ) => AsyncIterable<OutboxSubmission | undefined>;
   readonly now: () => Date;
   /** Whether this process holds a permission (a compiled binary's are fixed at build time). */
   readonly granted: (permission: NeededPermission) => boolean;
@@ -188,7 +188,9 @@ export const pendingCommand = (settings: Settings, io: CommandIo, withText: bool
           printable(entry.lastError ?? "-"),
       );
       const next = await texts?.next();
-      if (next !== undefined && !next.done) {
+      if (next !== undefined && !next.done && next.value === undefined) {
+        io.out("  (its text moved: contactd compacted the outbox meanwhile; run this again)");
+      } else if (next !== undefined && !next.done && next.value !== undefined) {
         const { name, contact, ip, message } = next.value;
         io.out(`  name: ${printable(name || "-")}`);
         io.out(`  contact: ${printable(contact || "-")}`);

@@ -275,6 +275,9 @@ export class DeliveryQueue {
     }
     const error = result.error;
     this.#removeCaller(job);
+    // The sender first: noting the failure writes to the outbox, which may fail too.
+    job.answer?.({ ok: false, error });
+    job.answer = undefined;
     if (job.durable) {
       if (job.sent > 0) this.#progress.set(job.submission.id, { parts: job.parts, sent: job.sent });
       await this.#failed(job.submission.id, result, 1);
@@ -282,8 +285,6 @@ export class DeliveryQueue {
       this.#afterFailure(result);
       this.#deps.log("warn", { event: "delivery_failed", id: job.submission.id, error });
     }
-    job.answer?.({ ok: false, error });
-    job.answer = undefined;
   }
 
   async #sendBacklog(entry: OutboxEntry): Promise<void> {
@@ -304,7 +305,22 @@ export class DeliveryQueue {
     }
     let progress = this.#progress.get(id);
     if (progress === undefined) {
-      const submission = await store.read(id);
+      let submission: OutboxSubmission;
+      try {
+        submission = await store.read(id);
+      } catch (error) {
+        // Its line cannot be read back (a damaged file): nothing to send, and retrying it would
+        // hold up everything behind it.
+        await this.#done(id, "given_up");
+        log("error", {
+          event: "delivery_given_up",
+          id,
+          attempts: entry.attempts,
+          reason: "unreadable",
+          error: String(error).slice(0, 200),
+        });
+        return;
+      }
       progress = {
         parts: notificationParts({
           ...submission,
@@ -367,7 +383,11 @@ export class DeliveryQueue {
     if (adjusted !== undefined) {
       log("warn", {
         event: "retry_after_adjusted",
-        reason: adjusted === "capped" ? "longer than an hour" : "missing or malformed",
+        reason: {
+          capped: "longer than an hour",
+          absurd: "longer than a day",
+          missing: "missing or malformed",
+        }[adjusted],
         pause_s: seconds,
       });
     }
@@ -393,7 +413,12 @@ export class DeliveryQueue {
       error: result.error,
       retry_in_s: this.#settingsProblem === undefined ? Math.ceil(retryIn / 1000) : null,
     });
-    await this.#deps.store.failed(id, this.#wallTs(), result.error);
+    try {
+      await this.#deps.store.failed(id, this.#wallTs(), result.error);
+    } catch (error) {
+      // Only the count of attempts is lost: the submission stays pending.
+      log("error", { event: "outbox_write_failed", id, error: String(error).slice(0, 200) });
+    }
   }
 
   /** The backlog's back-off and pause after any failed attempt. */

@@ -88,6 +88,8 @@ interface TailScan {
   left: number;
   /** Lines that were not whole JSON. */
   skipped: number;
+  /** Where the whole lines read end. */
+  end: number;
 }
 
 /**
@@ -115,9 +117,21 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
   let scanFrom = Infinity;
   let fileBytes = opened.size;
   let windowBytes = 0;
-  // While a compaction or a refill runs, appends and reads wait for it.
+  // While a compaction runs, appends and reads wait for it.
   let gate: Promise<void> | undefined;
-  const inFlight = new Set<Promise<unknown>>();
+  /** A refill in progress (it reads the tail while appends go on; compactions wait for it). */
+  let refilling: Promise<void> | undefined;
+  /** While a refill runs: the first offset of an add put to the tail meanwhile. */
+  let addedDuringRefill = Infinity;
+  /** Entries a refill read in, and up to which offset it had read the file. */
+  const readUpTo = new WeakMap<OutboxEntry, number>();
+  /**
+   * Changes to submissions not in the window, written while a refill ran and finished before it
+   * read them in: applied once it has (their lines came after what it read).
+   */
+  const missedDuringRefill: Array<{ id: string; offset: number; apply(e: OutboxEntry): void }> = [];
+  /** Writes under way (every call of `append`), awaited by `close`. */
+  const writes = new Set<Promise<unknown>>();
   let closed = false;
 
   // Reads share one handle (seek, then read): one at a time.
@@ -139,6 +153,22 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
     if (entries.get(entry.id) !== entry) return;
     entries.delete(entry.id);
     windowBytes -= entry.length;
+    if (entry.done === false) windowPending--;
+  };
+  const setStatus = (entry: OutboxEntry, status: number | null) => {
+    entry.status = status;
+    if (finished(entry)) forget(entry);
+  };
+  const noteFailure = (entry: OutboxEntry, ts: string, error: string) => {
+    entry.attempts++;
+    entry.firstError ??= error;
+    entry.lastError = error;
+    entry.lastTs = ts;
+  };
+  const setDone = (entry: OutboxEntry, result: "delivered" | "given_up") => {
+    entry.done = result;
+    windowPending--;
+    if (finished(entry)) forget(entry);
   };
 
   /**
@@ -151,8 +181,8 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
     withReader(async (file) => {
       const fresh = new Map<string, OutboxEntry>();
       const unrecorded = new Map<string, OutboxEntry>();
-      const scan: TailScan = { moved: 0, stopAt: undefined, left: 0, skipped: 0 };
-      await scanLines(file, from, (line, offset, length) => {
+      const scan: TailScan = { moved: 0, stopAt: undefined, left: 0, skipped: 0, end: from };
+      scan.end = await scanLines(file, from, (line, offset, length) => {
         const head = parseHead(line);
         if (head === undefined) return void scan.skipped++;
         const id = head.id as string;
@@ -160,7 +190,9 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
           if (entries.has(id)) return;
           const entry = entryOf(head, offset, length);
           if (entry === undefined) return void scan.skipped++;
-          if (scan.stopAt === undefined && entries.size + fresh.size < capacity) {
+          // Pending ones count against the window (a delivered one waiting for its record is
+          // let go as soon as it is written).
+          if (scan.stopAt === undefined && windowPending + fresh.size < capacity) {
             fresh.set(id, entry);
             return;
           }
@@ -180,8 +212,9 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         const wasPending = entry.done === false;
         if (!applyOp(entry, head)) scan.skipped++;
         if (finished(entry)) fresh.delete(id);
-        if (entry.status === undefined) return;
-        if (unrecorded.delete(id) && wasPending && entry.done !== false) scan.left--;
+        // Left on disk and counted pending, now done: pending no more.
+        if (wasPending && entry.done !== false && unrecorded.has(id)) scan.left--;
+        if (entry.status !== undefined) unrecorded.delete(id);
       });
       for (const entry of fresh.values()) {
         // Pending ones join the window. At start so do delivered ones without their backup
@@ -190,6 +223,7 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         if (entry.done === false) scan.moved++;
         else if (!atStart) continue;
         hold(entry);
+        readUpTo.set(entry, scan.end);
       }
       for (const entry of unrecorded.values()) {
         hold(entry);
@@ -198,26 +232,59 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
       return scan;
     });
 
-  /** The window runs low and submissions wait on disk: read the next ones in. */
-  const refill = async () => {
-    if (closed || gate !== undefined || scanFrom === Infinity) return;
+  /**
+   * The window runs low and submissions wait on disk: read the next ones in. Appends go on
+   * meanwhile (a line written after the scan read that far is applied by its writer, see
+   * `missedThenRead`); a compaction waits for it.
+   */
+  const refill = () => {
+    if (closed || gate !== undefined || refilling !== undefined || scanFrom === Infinity) return;
     if (windowPending > capacity / 2) return;
-    let release = () => {};
-    gate = new Promise<void>((resolve) => (release = resolve));
-    try {
-      await Promise.allSettled(inFlight); // every tail add has its offset
-      const scan = await scanTail(scanFrom, false);
-      if (scan.stopAt === undefined) {
-        tailPending = 0;
-        scanFrom = Infinity;
-      } else {
-        tailPending = Math.max(0, tailPending - scan.moved);
-        scanFrom = scan.stopAt;
+    addedDuringRefill = Infinity;
+    refilling = (async () => {
+      try {
+        await Promise.allSettled(writes); // every tail add so far has its offset
+        const scan = await scanTail(scanFrom, false);
+        tailPending = scan.stopAt === undefined ? 0 : Math.max(0, tailPending - scan.moved);
+        scanFrom = Math.min(scan.stopAt ?? Infinity, addedDuringRefill);
+        for (const change of missedDuringRefill) {
+          const entry = missedThenRead(change.id, change.offset);
+          if (entry !== undefined) change.apply(entry);
+        }
+      } finally {
+        missedDuringRefill.length = 0;
+        refilling = undefined;
       }
-    } finally {
-      gate = undefined;
-      release();
-    }
+    })();
+    return refilling;
+  };
+
+  /**
+   * An entry that was not in the window when a change to it was asked for, but that a refill read
+   * in before the change's line was on disk: the change must still be applied to it.
+   */
+  const missedThenRead = (id: string, offset: number): OutboxEntry | undefined => {
+    const entry = entries.get(id);
+    const upTo = entry === undefined ? undefined : readUpTo.get(entry);
+    return upTo !== undefined && upTo <= offset ? entry : undefined;
+  };
+
+  /**
+   * Writes `line`, a change to submission `id`; `apply` makes the change in memory. If the
+   * window held it when asked, `apply` ran already (`held`); otherwise a refill may read it in
+   * meanwhile, without this line: then the change is applied to what it read.
+   */
+  const change = async (
+    id: string,
+    line: string,
+    held: boolean,
+    apply: (entry: OutboxEntry) => void,
+  ): Promise<void> => {
+    const offset = await append(line);
+    if (held) return;
+    const entry = missedThenRead(id, offset);
+    if (entry !== undefined) apply(entry);
+    else if (refilling !== undefined) missedDuringRefill.push({ id, offset, apply });
   };
 
   const worthCompacting = () => {
@@ -231,23 +298,25 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
     }
   };
 
-  const append = async (line: string): Promise<number> => {
-    while (true) {
-      while (gate !== undefined) await gate;
-      if (fileId !== null && await source.identify() === fileId) break;
-      // Removed, renamed or replaced under us: writing on would keep entries only in a file no
-      // path names. Write what is held to a new file at the path first; throws while it cannot.
-      await outbox.compact();
-    }
-    const written = appender.append(line);
-    inFlight.add(written);
-    try {
-      const offset = await written;
+  const append = (line: string): Promise<number> => {
+    if (closed) return Promise.reject(new Error("the outbox is closed"));
+    const write = (async () => {
+      while (true) {
+        while (gate !== undefined) await gate;
+        const current = fileId !== null && await source.identify() === fileId;
+        if (gate !== undefined) continue; // a compaction began meanwhile: look again after it
+        if (current) break;
+        // Removed, renamed or replaced under us: writing on would keep entries only in a file no
+        // path names. Write what is held to a new file at the path first; throws while it cannot.
+        await outbox.compact();
+      }
+      const offset = await appender.append(line);
       fileBytes = Math.max(fileBytes, offset + encoder.encode(line).byteLength);
       return offset;
-    } finally {
-      inFlight.delete(written);
-    }
+    })();
+    writes.add(write);
+    write.then(() => writes.delete(write), () => writes.delete(write));
+    return write;
   };
 
   const reopen = async () => {
@@ -325,6 +394,7 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
       const length = encoder.encode(line).byteLength;
       if (toTail) {
         scanFrom = Math.min(scanFrom, offset);
+        if (refilling !== undefined) addedDuringRefill = Math.min(addedDuringRefill, offset);
         return;
       }
       hold({
@@ -342,35 +412,30 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
     },
     async recorded(id, status) {
       const entry = entries.get(id);
-      if (entry !== undefined) {
-        entry.status = status;
-        if (finished(entry)) forget(entry);
-      }
-      await append(JSON.stringify({ op: "recorded", id, status }) + "\n");
+      if (entry !== undefined) setStatus(entry, status);
+      const line = JSON.stringify({ op: "recorded", id, status }) + "\n";
+      await change(id, line, entry !== undefined, (late) => setStatus(late, status));
       maybeCompact();
     },
     async failed(id, ts, error) {
       const entry = entries.get(id);
-      if (entry !== undefined) {
-        entry.attempts++;
-        entry.firstError ??= error;
-        entry.lastError = error;
-        entry.lastTs = ts;
-      }
-      await append(JSON.stringify({ op: "failed", id, ts, error }) + "\n");
+      if (entry !== undefined) noteFailure(entry, ts, error);
+      const line = JSON.stringify({ op: "failed", id, ts, error }) + "\n";
+      await change(id, line, entry !== undefined, (late) => noteFailure(late, ts, error));
     },
     async done(id, ts, result) {
       const entry = entries.get(id);
       if (entry !== undefined) {
         if (entry.done !== false) return;
-        entry.done = result;
-        windowPending--;
-        if (finished(entry)) forget(entry);
+        setDone(entry, result);
       } else {
         // A new submission whose add went to the tail (the window was full), sent by its caller.
         tailPending = Math.max(0, tailPending - 1);
       }
-      await append(JSON.stringify({ op: "done", id, ts, result }) + "\n");
+      const line = JSON.stringify({ op: "done", id, ts, result }) + "\n";
+      await change(id, line, entry !== undefined, (late) => {
+        if (late.done === false) setDone(late, result);
+      });
       await refill();
       maybeCompact();
     },
@@ -385,9 +450,11 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
       return submission;
     },
     async compact() {
-      while (gate !== undefined) await gate;
+      while (gate !== undefined || refilling !== undefined) await (gate ?? refilling);
       let release = () => {};
       gate = new Promise<void>((resolve) => (release = resolve));
+      const before = fileId;
+      let renamed = false;
       try {
         await appender.close(); // every queued line is in the old file
         const temporary = `${path}.tmp`;
@@ -398,13 +465,17 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
           mode: 0o600,
         });
         const moved: Array<[OutboxEntry, number, number]> = [];
+        const unreadable: OutboxEntry[] = [];
         let size = 0;
         let tailSize = 0;
         try {
           const lines: string[] = [];
           for (const entry of entries.values()) {
             const submission = parseSubmissionLine(await readLine(entry));
-            if (submission === undefined) continue; // unreadable: nothing to deliver
+            if (submission === undefined || submission.id !== entry.id) {
+              unreadable.push(entry); // nothing left to deliver: let it go
+              continue;
+            }
             const line = compactedLine(submission, entry);
             const length = encoder.encode(line).byteLength;
             moved.push([entry, size, length]);
@@ -420,8 +491,11 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         }
         // Both files are whole: a crash before the rename keeps the old one, after it the new.
         await Deno.rename(temporary, path);
+        renamed = true;
+        await syncDirectory(path);
         reader.close();
         reader = await Deno.open(path, { read: true });
+        for (const entry of unreadable) forget(entry);
         windowBytes = 0;
         for (const [entry, offset, length] of moved) {
           entry.offset = offset;
@@ -431,15 +505,27 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         if (scanFrom !== Infinity) scanFrom = size;
         fileBytes = size + tailSize;
       } finally {
-        // Appends go on in the file at the path, the new one if the rename happened.
+        // Appends go on in the file at the path: the new one if the rename happened, else the
+        // old one if the path still names it. Never a file the path names now but that lacks
+        // what is held (removed under us, and the rewrite failed): appends fail until it works.
         await reopen();
+        if (!renamed && fileId !== before) {
+          tracked.close();
+          fileId = null;
+          const error = new Error("the outbox was removed or replaced and could not be rewritten");
+          tracked = { writeLines: () => Promise.resolve({ offsets: [], error }), close: () => {} };
+          appender = createGroupAppender(tracked);
+        }
         gate = undefined;
         release();
       }
     },
     async close() {
       closed = true;
-      while (gate !== undefined) await gate;
+      await Promise.allSettled(writes);
+      while (gate !== undefined || refilling !== undefined) {
+        await (gate ?? refilling)?.catch(() => {});
+      }
       await appender.close();
       reader.close();
     },
@@ -452,6 +538,23 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
   }
   if (worthCompacting()) await outbox.compact();
   return outbox;
+}
+
+/** Makes a rename in `path`'s directory durable (best effort: not every system allows it). */
+async function syncDirectory(path: string): Promise<void> {
+  const slash = path.lastIndexOf("/");
+  try {
+    const directory = await Deno.open(slash < 0 ? "." : path.slice(0, slash) || "/", {
+      read: true,
+    });
+    try {
+      await directory.syncData();
+    } finally {
+      directory.close();
+    }
+  } catch {
+    // The file itself is synced; only a power loss right after could bring the old one back.
+  }
 }
 
 async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {

@@ -253,16 +253,21 @@ export async function loadOutbox(path: string): Promise<OutboxIndex> {
   }
 }
 
-/** The submissions of `entries`, read from the outbox at `path` (read only), in order. */
+/**
+ * The submission of each of `entries`, read from the outbox at `path` (read only), in order: one
+ * result per entry, `undefined` where its line is no longer there (the service compacted the file
+ * since `entries` were read), so a text is never shown under another submission's id.
+ */
 export async function* readSubmissions(
   path: string,
   entries: Iterable<OutboxEntry>,
-): AsyncGenerator<OutboxSubmission> {
+): AsyncGenerator<OutboxSubmission | undefined> {
   const file = await Deno.open(path, { read: true });
   try {
     for (const entry of entries) {
-      const submission = parseSubmissionLine(await readAt(file, entry.offset, entry.length));
-      if (submission !== undefined) yield submission;
+      const line = await readAt(file, entry.offset, entry.length).catch(() => "");
+      const submission = parseSubmissionLine(line);
+      yield submission?.id === entry.id ? submission : undefined;
     }
   } finally {
     file.close();

@@ -70,14 +70,12 @@ export class Pacer {
 
   /** Records one message sent to `chatId` at `now` (each part of a split text is one). */
   sent(chatId: number, now: number): void {
-    const { chat, group, overall } = this.#limits;
+    const { group, overall } = this.#limits;
     const bucket = this.#bucket(chatId, now);
     bucket.tokens -= 1;
     if (chatId < 0) push(this.#groups, chatId, now, group);
     this.#overall.push(now);
     trim(this.#overall, now, overall.windowMs);
-    // Full buckets and empty windows hold nothing worth remembering.
-    if (bucket.tokens >= chat.burst) this.#buckets.delete(chatId);
   }
 
   #bucket(chatId: number, now: number): { tokens: number; at: number } {

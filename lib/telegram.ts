@@ -134,16 +134,22 @@ export const MAX_FLOOD_PAUSE_S = 3600;
 /** The pause for a `429` without a usable `retry_after`, in seconds. */
 export const DEFAULT_FLOOD_PAUSE_S = 5;
 
+/** A `retry_after` beyond this (a day) is not a pause anyone meant: treated as malformed. */
+export const ABSURD_FLOOD_PAUSE_S = 86_400;
+
 /**
- * How long a `429` pauses sending, in seconds: its `retry_after`, at most an hour; a missing or
- * malformed one counts as {@linkcode DEFAULT_FLOOD_PAUSE_S}. `adjusted` says when the API's value
- * was not taken as it was (worth a log line).
+ * How long a `429` pauses sending, in seconds: its `retry_after`, at most an hour; a missing,
+ * malformed or absurd one (over a day, `1e300`) counts as {@linkcode DEFAULT_FLOOD_PAUSE_S}.
+ * `adjusted` says when the API's value was not taken as it was (worth a log line).
  */
 export function floodPause(
   parameters: ResponseParameters | undefined,
-): { readonly seconds: number; readonly adjusted?: "missing" | "capped" } {
+): { readonly seconds: number; readonly adjusted?: "missing" | "absurd" | "capped" } {
   const asked = parameters?.retry_after;
   if (asked === undefined) return { seconds: DEFAULT_FLOOD_PAUSE_S, adjusted: "missing" };
+  if (!(asked <= ABSURD_FLOOD_PAUSE_S)) {
+    return { seconds: DEFAULT_FLOOD_PAUSE_S, adjusted: "absurd" };
+  }
   if (asked > MAX_FLOOD_PAUSE_S) return { seconds: MAX_FLOOD_PAUSE_S, adjusted: "capped" };
   return { seconds: asked };
 }

@@ -231,8 +231,12 @@ Deno.test("a 429 longer than the wait answers the waiting callers at once, and n
   queue.close();
 });
 
-Deno.test("an absurd retry_after pauses for an hour at most, and a missing one for 5 s, each logged", async () => {
-  for (const [parameters, pause] of [[{ retry_after: 1e300 }, 3600], [undefined, 5]] as const) {
+Deno.test("a long retry_after pauses for an hour at most, an absurd or missing one for 5 s, each logged", async () => {
+  const cases = [[{ retry_after: 7200 }, 3600], [{ retry_after: 1e300 }, 5], [
+    undefined,
+    5,
+  ]] as const;
+  for (const [parameters, pause] of cases) {
     let floods = 1;
     const { clock, sent, queue, submit, logs } = setup({
       reply: () => floods-- > 0 ? fail(429, "429 Too Many Requests", parameters) : OK,
@@ -486,5 +490,37 @@ Deno.test("during an outage new senders are told at once, not after the wait, an
     "later 3",
     "later 4",
   ]);
+  queue.close();
+});
+
+Deno.test("an entry whose text cannot be read back is given up with a log line, and the backlog goes on", async () => {
+  const { clock, sent, queue, store, logs } = setup();
+  const [broken, fine] = [submission("broken"), submission("fine")];
+  store.add(broken, { status: 502 });
+  store.add(fine, { status: 502 });
+  const read = store.read;
+  store.read = (id) => id === broken.id ? Promise.reject(new Error("unreadable")) : read(id);
+  queue.start();
+  await clock.advance(5_000);
+  assert.deepEqual(sent.map((s) => s.text.split("\n").at(-1)), ["fine"]);
+  assert.ok(
+    logs.some((l) =>
+      l.event === "delivery_given_up" && l.id === broken.id && l.reason === "unreadable"
+    ),
+  );
+  assert.equal([...store.entries()].length, 0);
+  queue.close();
+});
+
+Deno.test("a sender is answered even when the outbox cannot note the failed attempt", async () => {
+  const { clock, queue, submit, store, logs } = setup({
+    reply: () => fail(500, "500 Internal Server Error"),
+  });
+  store.failed = () => Promise.reject(new Error("disk full"));
+  queue.start();
+  const outcome = submit(submission());
+  await clock.settle();
+  assert.deepEqual(outcome.value, { ok: false, error: "500 Internal Server Error" });
+  assert.ok(logs.some((l) => l.event === "outbox_write_failed"));
   queue.close();
 });

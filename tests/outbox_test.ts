@@ -174,9 +174,17 @@ Deno.test("readSubmissions reads the entries' texts from the file, read-only", (
     await outbox.close();
     await Deno.chmod(path, 0o400);
     const { entries } = await loadOutbox(path);
-    const read: OutboxSubmission[] = [];
+    const read: Array<OutboxSubmission | undefined> = [];
     for await (const s of readSubmissions(path, entries.values())) read.push(s);
     assert.deepEqual(read, all);
+    // An entry whose line is no longer where the index says (a compaction since): no text, and
+    // never the next one's under its id.
+    const moved = { ...entries.get(all[0]!.id)!, offset: entries.get(all[1]!.id)!.offset };
+    const shifted: Array<OutboxSubmission | undefined> = [];
+    for await (const s of readSubmissions(path, [moved, entries.get(all[2]!.id)!])) {
+      shifted.push(s);
+    }
+    assert.deepEqual(shifted, [undefined, all[2]]);
   }));
 
 Deno.test("recovery writes the missing backup records: interrupted if undelivered, ok if it had arrived", () =>
@@ -354,4 +362,87 @@ Deno.test("compaction keeps every submission waiting on disk beyond the window, 
     }
     assert.deepEqual(order, all.slice(1).map((s) => s.id));
     await outbox.close();
+  }));
+
+Deno.test("an outbox removed while its rewrite cannot be written refuses appends, never writing to a file that lacks what it holds", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path);
+    const held = submission("held");
+    await outbox.add(held);
+    await Deno.remove(path);
+    await Deno.mkdir(`${path}.tmp`); // the rewrite cannot be written
+    await assert.rejects(outbox.add(submission("refused")));
+    await assert.rejects(outbox.add(submission("refused too")));
+    await Deno.remove(`${path}.tmp`);
+    const after = submission("after");
+    await outbox.add(after);
+    assert.deepEqual((await lines(path)).map((line) => line.id), [held.id, after.id]);
+    assert.deepEqual(await outbox.read(held.id), held);
+    assert.deepEqual(await outbox.read(after.id), after);
+    await outbox.close();
+  }));
+
+Deno.test("changes to submissions on disk made while the window refills are never lost: none comes back pending", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path, { window: 4 });
+    const all = Array.from({ length: 4 }, () => submission());
+    for (const s of all) {
+      await outbox.add(s);
+      await outbox.recorded(s.id, 502);
+    }
+    // The window is full: two new submissions go to the disk only, their callers sending them.
+    const [sent, failed] = [submission("sent by its caller"), submission("failed for its caller")];
+    await outbox.add(sent);
+    await outbox.add(failed);
+    await deliver(outbox, all[0]!.id);
+    // Hold the refill's scan of the tail once it has read to the end of the file, while the
+    // callers finish: their lines land after what the scan saw.
+    const file = Deno.FsFile.prototype as unknown as { read: (...args: unknown[]) => unknown };
+    const read = file.read;
+    let release = () => {};
+    let reached = () => {};
+    const reading = new Promise<void>((resolve) => (reached = resolve));
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let armed = true;
+    file.read = async function (this: unknown, ...args: unknown[]) {
+      const got = await read.apply(this, args);
+      if (armed && got === null) {
+        armed = false;
+        reached();
+        await held;
+      }
+      return got;
+    };
+    try {
+      const refilled = deliver(outbox, all[1]!.id); // two left pending: the window refills
+      await reading;
+      const callers = Promise.all([
+        outbox.done(sent.id, "2026-11-22T14:05:00Z", "delivered").then(() =>
+          outbox.recorded(sent.id, 200)
+        ),
+        outbox.failed(failed.id, "2026-11-22T14:05:00Z", "502 bad gateway").then(() =>
+          outbox.recorded(failed.id, 502)
+        ),
+      ]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      release();
+      await Promise.all([refilled, callers]);
+    } finally {
+      file.read = read;
+    }
+    assert.equal(outbox.get(sent.id), undefined, "delivered and recorded: not held");
+    const kept = outbox.get(failed.id)!;
+    assert.equal(kept.status, 502);
+    assert.equal(kept.attempts, 1);
+    assert.equal(outbox.pendingCount, 3);
+    const order: string[] = [];
+    for (let entry = outbox.entries().next().value; entry !== undefined;) {
+      order.push(entry.id);
+      await deliver(outbox, entry.id);
+      entry = outbox.entries().next().value;
+    }
+    assert.deepEqual(order, [all[2]!.id, all[3]!.id, failed.id]);
+    assert.equal(outbox.pendingCount, 0);
+    await outbox.close();
+    assert.equal((await loadOutbox(path)).entries.size, 0);
   }));

@@ -154,11 +154,14 @@ Deno.test("failureKind tells flood control, settings problems and everything els
   assert.equal(failed(undefined, "network error: connection refused"), "other");
 });
 
-Deno.test("floodPause honours retry_after up to an hour and pauses 5 s for a missing one", () => {
+Deno.test("floodPause honours retry_after up to an hour, caps it up to a day, and pauses 5 s for a missing or absurd one", () => {
   assert.deepEqual(floodPause({ retry_after: 3 }), { seconds: 3 });
   assert.deepEqual(floodPause({ retry_after: 0.5 }), { seconds: 0.5 });
   assert.deepEqual(floodPause({ retry_after: 3600 }), { seconds: 3600 });
-  assert.deepEqual(floodPause({ retry_after: 1e300 }), { seconds: 3600, adjusted: "capped" });
+  assert.deepEqual(floodPause({ retry_after: 7200 }), { seconds: 3600, adjusted: "capped" });
+  assert.deepEqual(floodPause({ retry_after: 86_400 }), { seconds: 3600, adjusted: "capped" });
+  assert.deepEqual(floodPause({ retry_after: 86_401 }), { seconds: 5, adjusted: "absurd" });
+  assert.deepEqual(floodPause({ retry_after: 1e300 }), { seconds: 5, adjusted: "absurd" });
   assert.deepEqual(floodPause(undefined), { seconds: 5, adjusted: "missing" });
   assert.deepEqual(floodPause({}), { seconds: 5, adjusted: "missing" });
 });
