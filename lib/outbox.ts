@@ -18,6 +18,7 @@ import {
   compactedLine,
   entryOf,
   finished,
+  newEntry,
   type OutboxEntry,
   type OutboxSubmission,
   parseHead,
@@ -397,18 +398,7 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         if (refilling !== undefined) addedDuringRefill = Math.min(addedDuringRefill, offset);
         return;
       }
-      hold({
-        id: submission.id,
-        ts: submission.ts,
-        attempts: 0,
-        firstError: null,
-        lastError: null,
-        lastTs: null,
-        status: undefined,
-        done: false,
-        offset,
-        length,
-      });
+      hold(newEntry(submission, offset, length));
     },
     async recorded(id, status) {
       const entry = entries.get(id);

@@ -138,6 +138,26 @@ export function parseHead(bytes: Uint8Array): Record<string, unknown> | undefine
   }
 }
 
+/** The entry of a submission just added at `offset` (`length` bytes): pending, nothing tried. */
+export function newEntry(
+  submission: Pick<OutboxSubmission, "id" | "ts">,
+  offset: number,
+  length: number,
+): OutboxEntry {
+  return {
+    id: submission.id,
+    ts: submission.ts,
+    attempts: 0,
+    firstError: null,
+    lastError: null,
+    lastTs: null,
+    status: undefined,
+    done: false,
+    offset,
+    length,
+  };
+}
+
 /** A new entry from an `add` line's head; `undefined` when the head is not one. */
 export function entryOf(
   head: Record<string, unknown>,

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type DeliveryOutcome, DeliveryQueue, type DeliveryStore } from "../lib/delivery.ts";
 import type { LogFields, LogLevel } from "../lib/log.ts";
 import type { OutboxEntry, OutboxSubmission } from "../lib/outbox.ts";
+import { newEntry } from "../lib/outbox_lines.ts";
 import { Pacer } from "../lib/pacer.ts";
 import type { BotApiResult } from "../lib/telegram.ts";
 import { fakeClock } from "./support/fake_clock.ts";
@@ -23,19 +24,7 @@ function memoryStore() {
     given: [],
     add(submission, state = {}) {
       texts.set(submission.id, submission);
-      entries.set(submission.id, {
-        id: submission.id,
-        ts: submission.ts,
-        attempts: 0,
-        firstError: null,
-        lastError: null,
-        lastTs: null,
-        status: undefined,
-        done: false,
-        offset: 0,
-        length: 0,
-        ...state,
-      });
+      entries.set(submission.id, { ...newEntry(submission, 0, 0), ...state });
     },
     entries: () => entries.values(),
     read: (id) => Promise.resolve(texts.get(id)!),
