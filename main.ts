@@ -1,7 +1,7 @@
 /**
  * contactd: wiring only. Hands the command line to `lib/cli.ts` with the real I/O; `serve`
- * builds the real dependencies, serves, and stops gracefully on SIGTERM/SIGINT. Every rule
- * lives in `lib/`.
+ * builds the real dependencies, serves, and stops gracefully on SIGTERM/SIGINT/SIGHUP (SIGINT
+ * and SIGBREAK on Windows). Every rule lives in `lib/`.
  *
  * @module
  */
@@ -11,9 +11,10 @@ import { ConfigError, parseConfig } from "./lib/config.ts";
 import { DeliveryQueue } from "./lib/delivery.ts";
 import { EXAMPLE_PAGE_URL } from "./lib/example_page.ts";
 import type { Appender } from "./lib/group_commit.ts";
+import { Altcha, type ChallengeGate } from "./lib/challenge.ts";
 import { createHandler } from "./lib/handler.ts";
 import { keepServing, type KeptServing, pause } from "./lib/keep_serving.ts";
-import { createLogger, describeError, type Logger } from "./lib/log.ts";
+import { describeError, type Logger, settingsLogger } from "./lib/log.ts";
 import { tallyRefusals } from "./lib/log_tally.ts";
 import { loadOutbox, openOutbox, type Outbox, outboxPath, readSubmissions } from "./lib/outbox.ts";
 import { Pacer } from "./lib/pacer.ts";
@@ -22,7 +23,9 @@ import { RateLimiter } from "./lib/rate_limit.ts";
 import { recoverRecords } from "./lib/recovery.ts";
 import type { Settings } from "./lib/settings.ts";
 import { newSubmissionId } from "./lib/submission_id.ts";
+import { serviceSignals } from "./lib/signals.ts";
 import { sendMessage } from "./lib/telegram.ts";
+import { Turnstile } from "./lib/turnstile.ts";
 import denoJson from "./deno.json" with { type: "json" };
 
 const encoder = new TextEncoder();
@@ -31,11 +34,9 @@ const granted = (permission: NeededPermission) =>
   Deno.permissions.querySync(permission).state === "granted";
 
 async function serve(settings: Settings, options: ServeOptions): Promise<number> {
-  const token = settings.MESSENGER_BOT_TOKEN?.trim();
-  const log: Logger = createLogger(
+  const log: Logger = settingsLogger(
+    settings,
     (line, level) => (level === "info" ? Deno.stdout : Deno.stderr).writeSync(encoder.encode(line)),
-    () => new Date(),
-    token ? [token] : [],
   );
 
   let config;
@@ -135,6 +136,16 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
     maxAgeMs: config.deliveryMaxAgeMs,
   });
   queue?.start();
+  const challenge: ChallengeGate | undefined = config.challenge.kind === "altcha"
+    ? new Altcha({ secret: config.challenge.secret })
+    : config.challenge.kind === "turnstile"
+    ? new Turnstile({
+      secret: config.challenge.secret,
+      verifyUrl: config.challenge.verifyUrl,
+      fetch,
+      onOutage: (reason) => log("warn", { event: "challenge_unavailable", reason }),
+    })
+    : undefined;
   const handler = createHandler({
     now: Date.now,
     trustedProxies: config.trustedProxies,
@@ -147,6 +158,13 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
     log: tally.log,
     allowedOrigins: config.allowedOrigins,
     examplePage,
+    challenge,
+    // GET /api/challenge has a budget of its own: fetching challenges never uses up the POSTs'.
+    // Fewer keys than the POSTs' (30 times per key are kept): an evicted key only gets more
+    // challenges, each of which still costs a solve.
+    challengeLimiter: challenge?.issue === undefined
+      ? undefined
+      : new RateLimiter({ limit: 30, windowMs: 60_000, maxEntries: 250_000 }),
   });
 
   const serveOptions: Deno.ServeTcpOptions = {
@@ -186,13 +204,12 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
     queue?.close();
     server.shutdown();
   };
-  Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
-  Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
   // SIGHUP stops gracefully too (decided, not ignored): it means the terminal or session that
   // started the service is gone, and there is nothing to reload (settings and permissions are
   // read once; the unit has no ExecReload=). Its default would end the process at once, with
-  // in-flight senders unanswered and their records unwritten.
-  Deno.addSignalListener("SIGHUP", () => stop("SIGHUP"));
+  // in-flight senders unanswered and their records unwritten. Windows has SIGINT and SIGBREAK.
+  const signals = serviceSignals(Deno.build.os);
+  for (const signal of signals.stop) Deno.addSignalListener(signal, () => stop(signal));
   if (options.stopOnStdinEof === true) {
     // deno task start's launcher holds the other end of stdin: its end (even by SIGKILL, which
     // it cannot forward) closes the pipe, and the service stops with it instead of living on.
@@ -207,7 +224,7 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
   }
   // A file-size limit (RLIMIT_FSIZE, systemd LimitFSIZE=) must fail the write, not kill the
   // process: with SIGXFSZ handled, the write returns EFBIG and the answer stays honest.
-  Deno.addSignalListener("SIGXFSZ", () => {});
+  for (const signal of signals.ignore) Deno.addSignalListener(signal, () => {});
 
   await server.finished;
   queue?.close();

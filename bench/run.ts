@@ -163,6 +163,35 @@ for (const [i, c] of cheap.entries()) {
   row(c, r, ratio(rps(r) / rps(bare!), i === 0 ? 0.8 : 0.6, "bare health") + context);
 }
 
+// CHALLENGE=altcha: a fresh signed challenge (one SHA-256 and one HMAC), and a POST refused for
+// want of a solution (after the honeypot, before validation), each against the bare health.
+const altcha = await startContactd(api.url, {
+  CHALLENGE: "altcha",
+  CHALLENGE_SECRET: "YmVuY2gtY2hhbGxlbmdlLXNlY3JldC1rZXktMDEyMzQ1Njc4OQ",
+});
+const challengeCases: Case[] = [
+  {
+    name: "GET /api/challenge, new address each",
+    server: altcha,
+    label: "contactd, CHALLENGE=altcha",
+    load: { path: "/api/challenge", addresses: "v4" },
+    expect: "2xx",
+  },
+  {
+    name: "403 challenge_required, new address each",
+    server: altcha,
+    label: "contactd, CHALLENGE=altcha",
+    load: { ...POST, body: VALID, addresses: "v4" },
+    expect: "other",
+  },
+];
+const [bareAgain, ...challengeResults] = await rounds([bareHealth, ...challengeCases]);
+for (const [i, c] of challengeCases.entries()) {
+  const r = challengeResults[i]!;
+  row(c, r, `${(rps(r) / rps(bareAgain!)).toFixed(2)} × bare health`);
+}
+await altcha.stop();
+
 // Valid submissions, far more than the chat may receive: each is made durable (outbox, then
 // backup record) and answered 502 stored at once, the pacer sending about one a second.
 const floorValid: Case = {

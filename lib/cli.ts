@@ -54,6 +54,10 @@ const SETTING_HELP: Record<SettingName, string> = {
   DELIVERY_MAX_AGE: "undelivered messages older than this are given up: 90m, 36h, 7d (1m-365d)",
   ALLOWED_ORIGINS: "origins (comma list) whose pages may post: CORS, Origin check, redirects",
   SERVE_EXAMPLE: "1 serves examples/contact.html at / for trying contactd out (not in the binary)",
+  CHALLENGE: "spam challenge a POST must pass: none, altcha (self-hosted) or turnstile",
+  CHALLENGE_SECRET:
+    "altcha: HMAC key, >= 43 chars of base64/hex; turnstile: secret key; never printed",
+  TURNSTILE_VERIFY_URL: "Turnstile siteverify URL (CHALLENGE=turnstile)",
 };
 
 /** What the command line asked for. */

@@ -40,16 +40,14 @@ export function clientAddress(
   trusted: readonly Cidr[],
   header: RealIpHeader = "x-forwarded-for",
 ): string {
-  let peerIp: IpAddress | null;
-  if (peer === lastPeer && trusted === lastTrusted) {
-    peerIp = lastPeerIp; // behind a proxy, every request comes from the same peer
-  } else {
-    peerIp = parseIp(peer);
+  // Behind a proxy, every request comes from the same peer: its answer is remembered.
+  if (peer !== lastPeer || trusted !== lastTrusted) {
+    const peerIp = parseIp(peer);
     if (peerIp === null) {
       const text = typeof peer === "string" ? peer.trim() : "";
       return text === "" ? "unknown" : text;
     }
-    [lastPeer, lastTrusted, lastPeerIp] = [peer, trusted, peerIp];
+    [lastPeer, lastTrusted] = [peer, trusted];
     lastPeerTrusted = isTrusted(peerIp, trusted);
     lastPeerText = formatIp(peerIp);
   }
@@ -65,7 +63,6 @@ export function clientAddress(
 // The last peer seen and whether it is trusted; the answer depends only on (peer, trusted).
 let lastPeer = "";
 let lastTrusted: readonly Cidr[] | undefined;
-let lastPeerIp: IpAddress = { version: 4, bytes: new Uint8Array(4) };
 let lastPeerTrusted = false;
 let lastPeerText = "0.0.0.0";
 

@@ -21,6 +21,9 @@ export const SETTING_NAMES = [
   "DELIVERY_MAX_AGE",
   "ALLOWED_ORIGINS",
   "SERVE_EXAMPLE",
+  "CHALLENGE",
+  "CHALLENGE_SECRET",
+  "TURNSTILE_VERIFY_URL",
 ] as const;
 
 /** One of {@linkcode SETTING_NAMES}. */
@@ -39,7 +42,15 @@ export const DEFAULTS = {
   DELIVERY_MAX_AGE: "7d",
   ALLOWED_ORIGINS: "",
   SERVE_EXAMPLE: "0",
+  CHALLENGE: "none",
+  TURNSTILE_VERIFY_URL: "https://challenges.cloudflare.com/turnstile/v0/siteverify",
 } as const;
+
+/** `CHALLENGE`: the spam challenge a POST must pass, with its secret (never logged). */
+export type ChallengeConfig =
+  | { readonly kind: "none" }
+  | { readonly kind: "altcha"; readonly secret: string }
+  | { readonly kind: "turnstile"; readonly secret: string; readonly verifyUrl: string };
 
 /** The bot credential and chat, present only when both are set. */
 export interface Messenger {
@@ -75,6 +86,8 @@ export interface Config {
   readonly allowedOrigins: readonly string[];
   /** Serve `examples/contact.html` at `/` (for trying the service out). */
   readonly serveExample: boolean;
+  /** `CHALLENGE`, `CHALLENGE_SECRET`, `TURNSTILE_VERIFY_URL`. */
+  readonly challenge: ChallengeConfig;
 }
 
 /** A setting that is present but malformed. The message names the setting and fits one line. */
@@ -90,15 +103,32 @@ export class ConfigError extends Error {
 }
 
 const TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/;
+/**
+ * A value holding the next line of an env file whose newline was lost: `NAME=` after
+ * whitespace, or a setting's own name followed by `=` anywhere.
+ */
+const SWALLOWED_LINE = new RegExp(`\\s[A-Z_][A-Z0-9_]*=|(?:${SETTING_NAMES.join("|")})=`);
 const INTEGER = /^-?\d{1,16}$/;
 
 /**
  * Validates settings. Unset or empty values take their defaults; unset token or chat id
  * leave the service unconfigured. Anything present but malformed throws {@linkcode ConfigError}.
  */
-export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
+export function parseConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  options: ParseOptions = {},
+): Config {
   const get = (name: SettingName): string | undefined => {
     const value = env[name]?.trim();
+    if (value !== undefined && SWALLOWED_LINE.test(value)) {
+      // Never echo the value: the swallowed line may be the bot token's, then unset and so
+      // beyond the logs' redaction.
+      throw new ConfigError(
+        name,
+        `"${name}" holds NAME=... after its value: an env file line that lost its newline? ` +
+          "Put each setting on a line of its own",
+      );
+    }
     return value === "" ? undefined : value;
   };
 
@@ -142,6 +172,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     host,
     port,
     apiUrl: parseApiUrl(get("MESSENGER_API_URL") ?? DEFAULTS.MESSENGER_API_URL),
+    challenge: parseChallenge(get, options),
     trustedProxies: parseTrustedProxies(get("TRUSTED_PROXIES") ?? DEFAULTS.TRUSTED_PROXIES),
     realIpHeader: parseRealIpHeader(get("REAL_IP_HEADER") ?? DEFAULTS.REAL_IP_HEADER),
     timeoutMs: parseTimeout(get("MESSENGER_TIMEOUT_MS") ?? DEFAULTS.MESSENGER_TIMEOUT_MS),
@@ -153,6 +184,59 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
     allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
     serveExample: parseSwitch("SERVE_EXAMPLE", get("SERVE_EXAMPLE") ?? DEFAULTS.SERVE_EXAMPLE),
   };
+}
+
+/** Options of {@linkcode parseConfig}. */
+export interface ParseOptions {
+  /**
+   * `false` when secrets are supplied later (`deno task compile` derives permissions from the
+   * build's settings, without the secrets): a missing `CHALLENGE_SECRET` is not an error then.
+   */
+  readonly requireSecrets?: boolean;
+}
+
+/** Base64, base64url or hex of at least 32 random bytes (`openssl rand -base64 32`: 44). */
+const ALTCHA_SECRET = /^[A-Za-z0-9+/=_-]{43,512}$/;
+/** Cloudflare's secret keys (`0x4AAA…`, test keys `1x0000…`). */
+const TURNSTILE_SECRET = /^[A-Za-z0-9._-]{16,256}$/;
+
+/** `CHALLENGE=none|altcha|turnstile` and what each needs. */
+function parseChallenge(
+  get: (name: SettingName) => string | undefined,
+  options: ParseOptions,
+): ChallengeConfig {
+  const kind = (get("CHALLENGE") ?? DEFAULTS.CHALLENGE).toLowerCase();
+  if (kind !== "none" && kind !== "altcha" && kind !== "turnstile") {
+    throw new ConfigError("CHALLENGE", `"CHALLENGE" must be none, altcha or turnstile`);
+  }
+  const verifyUrl = parseApiUrl(
+    get("TURNSTILE_VERIFY_URL") ?? DEFAULTS.TURNSTILE_VERIFY_URL,
+    "TURNSTILE_VERIFY_URL",
+  );
+  if (kind === "none") return { kind };
+  const secret = get("CHALLENGE_SECRET") ?? (options.requireSecrets === false ? "" : undefined);
+  if (secret === undefined) {
+    throw new ConfigError(
+      "CHALLENGE_SECRET",
+      `"CHALLENGE_SECRET" is required when CHALLENGE=${kind}`,
+    );
+  }
+  // Never echo the value: it is a secret, even when malformed.
+  if (kind === "altcha" && secret !== "" && !ALTCHA_SECRET.test(secret)) {
+    throw new ConfigError(
+      "CHALLENGE_SECRET",
+      `"CHALLENGE_SECRET" must be at least 43 characters of base64 or hex (32 random bytes: ` +
+        `openssl rand -base64 32) when CHALLENGE=altcha`,
+    );
+  }
+  if (kind === "turnstile" && secret !== "" && !TURNSTILE_SECRET.test(secret)) {
+    throw new ConfigError(
+      "CHALLENGE_SECRET",
+      `"CHALLENGE_SECRET" must be the Turnstile secret key (16 to 256 letters, digits, ".", ` +
+        `"_" or "-") when CHALLENGE=turnstile`,
+    );
+  }
+  return kind === "altcha" ? { kind, secret } : { kind, secret, verifyUrl };
 }
 
 /** `1` or `0`, nothing else: a typo must not silently mean either. */
@@ -185,7 +269,10 @@ function parseOrigin(text: string): string | undefined {
   }
 }
 
-function parseApiUrl(text: string): string {
+function parseApiUrl(
+  text: string,
+  setting: "MESSENGER_API_URL" | "TURNSTILE_VERIFY_URL" = "MESSENGER_API_URL",
+): string {
   let url: URL | undefined;
   try {
     url = new URL(text);
@@ -197,15 +284,15 @@ function parseApiUrl(text: string): string {
     url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== ""
   ) {
     throw new ConfigError(
-      "MESSENGER_API_URL",
-      `"MESSENGER_API_URL" must be an http(s) URL without credentials, query or fragment`,
+      setting,
+      `"${setting}" must be an http(s) URL without credentials, query or fragment`,
     );
   }
   if (!/^(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$/.test(url.hostname)) {
     // A "," (also written %2c) or other odd character would split or bend the --allow-net list.
     throw new ConfigError(
-      "MESSENGER_API_URL",
-      `"MESSENGER_API_URL" must have a host of letters, digits, ".", "-" and "_", or an IP address`,
+      setting,
+      `"${setting}" must have a host of letters, digits, ".", "-" and "_", or an IP address`,
     );
   }
   return url.href.replace(/\/+$/, "");

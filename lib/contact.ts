@@ -7,6 +7,7 @@ import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
 import { accept, type AcceptDeps } from "./accept.ts";
 import { formatTimestamp } from "./backup.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
+import type { ChallengeGate } from "./challenge.ts";
 import { clientAddress, type RealIpHeader } from "./client_address.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { parseFormPost } from "./form_post.ts";
@@ -14,7 +15,8 @@ import type { Cidr } from "./ip.ts";
 import { describeError, type Logger } from "./log.ts";
 import { outcome } from "./log_tally.ts";
 import { type RateLimiter, rateLimitKey } from "./rate_limit.ts";
-import { decodeJson } from "./json.ts";
+import { type ErrorCode, ERRORS } from "./errors.ts";
+import { decodeJson, isRecord } from "./json.ts";
 import { parseSubmission, type SubmissionResult } from "./submission.ts";
 
 /** Everything the contact pipeline touches outside itself. */
@@ -33,6 +35,8 @@ export interface ContactDeps extends AcceptDeps {
    * second (lib/deadline.ts).
    */
   readonly bodyDeadline: (nowMs: number) => AbortSignal;
+  /** `CHALLENGE`: the check after the honeypot; absent with `CHALLENGE=none`. */
+  readonly challenge?: ChallengeGate | undefined;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -140,18 +144,50 @@ function withinBody(
 
   let parsed: SubmissionResult;
   let answers = answer;
+  let proof: unknown;
+  const gate = deps.challenge;
   if (kind === "form") {
     const post = parseFormPost(body.bytes, deps.allowedOrigins);
     answers = formAnswers(context.cors, post.targets);
     parsed = post.result;
+    if (gate !== undefined) proof = post.proofs[gate.field];
   } else {
     const decoded = decodeJson(body.bytes);
     parsed = decoded.ok ? parseSubmission(decoded.value) : { kind: "invalid", code: decoded.code };
+    if (gate !== undefined && decoded.ok && isRecord(decoded.value)) {
+      proof = Object.hasOwn(decoded.value, gate.field) ? decoded.value[gate.field] : undefined;
+    }
   }
   if (parsed.kind === "honeypot") {
     outcome(deps.log, 200, "honeypot");
     return answers.success();
   }
+  // A body that could not be decoded has no proof to check: its 400 comes first.
+  if (gate !== undefined && !(parsed.kind === "invalid" && UNDECODED.has(parsed.code))) {
+    return gate.check(proof, context.ip, context.nowMs).then((verdict) => {
+      if (verdict === "passed") return afterChallenge(deps, parsed, answers, context);
+      outcome(deps.log, ERRORS[verdict].status, verdict);
+      return answers.error(verdict);
+    }).catch((error) => internalError(deps.log, context.request, error));
+  }
+  return afterChallenge(deps, parsed, answers, context);
+}
+
+/** Refusals of a body whose fields could not be read at all: they come before the challenge. */
+const UNDECODED: ReadonlySet<ErrorCode> = new Set([
+  "invalid_json",
+  "invalid_encoding",
+  "invalid_body",
+]);
+
+/** Validation, then {@linkcode accept}. */
+function afterChallenge(
+  deps: ContactDeps,
+  parsed: SubmissionResult,
+  answers: Answers,
+  context: Context,
+): Response | Promise<Response> {
+  if (parsed.kind === "honeypot") return answers.success(); // answered before; for the types
   if (parsed.kind === "invalid") {
     outcome(deps.log, 400, parsed.code);
     return answers.error(parsed.code, parsed); // its field and sentence, if any

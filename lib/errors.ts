@@ -18,6 +18,9 @@ export type ErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "origin_not_allowed"
+  | "challenge_required"
+  | "challenge_failed"
+  | "challenge_unavailable"
   | "request_timeout"
   | "delivery_failed"
   | "not_configured"
@@ -52,6 +55,19 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
   not_found: { status: 404, message: "There is nothing at this address." },
   method_not_allowed: { status: 405, message: "This method is not allowed here." },
   origin_not_allowed: { status: 403, message: "This site may not send messages here." },
+  challenge_required: {
+    status: 403,
+    message:
+      "This form needs JavaScript to send a message (a spam check runs in the page); turn it on and try again.",
+  },
+  challenge_failed: {
+    status: 403,
+    message: "The spam check failed or was already used; reload the page and try again.",
+  },
+  challenge_unavailable: {
+    status: 503,
+    message: "The spam check cannot be made right now; your message was not sent, try again later.",
+  },
   request_timeout: { status: 408, message: "The request body took too long to arrive." },
   delivery_failed: {
     status: 502,

@@ -8,10 +8,15 @@ import type { RedirectTargets } from "./answer.ts";
 import { parseRedirectTarget } from "./redirect.ts";
 import { type Invalid, parseSubmission, type SubmissionResult } from "./submission.ts";
 
+/** The fields that carry a challenge's proof (lib/challenge.ts); never part of the record. */
+export const PROOF_FIELDS = ["altcha", "cf-turnstile-response"] as const;
+
 /** A decoded form post: its submission outcome and where to send the visitor afterwards. */
 export interface FormPost {
   readonly result: SubmissionResult;
   readonly targets: RedirectTargets;
+  /** The proof fields the post carried, by name. */
+  readonly proofs: Readonly<Partial<Record<typeof PROOF_FIELDS[number], string>>>;
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
@@ -41,15 +46,21 @@ export function decodeForm(bytes: Uint8Array): Map<string, string> | Invalid {
 
 /**
  * Applies the JSON rules (honeypot `website`, then `name`, `contact`, `message`) to a form
- * body, and reads `_redirect` (after success) and `_redirect_error` (after a refusal).
+ * body, and reads `_redirect` (after success), `_redirect_error` (after a refusal) and the
+ * {@linkcode PROOF_FIELDS}.
  */
 export function parseFormPost(bytes: Uint8Array, allowedOrigins: readonly string[]): FormPost {
   const fields = decodeForm(bytes);
-  if (!(fields instanceof Map)) return { result: fields, targets: {} };
+  if (!(fields instanceof Map)) return { result: fields, targets: {}, proofs: {} };
   const value: Record<string, string> = {};
   for (const name of ["name", "contact", "message", "website"]) {
     const field = fields.get(name);
     if (field !== undefined) value[name] = field;
+  }
+  const proofs: Partial<Record<typeof PROOF_FIELDS[number], string>> = {};
+  for (const name of PROOF_FIELDS) {
+    const field = fields.get(name);
+    if (field !== undefined) proofs[name] = field;
   }
   const success = parseRedirectTarget(fields.get("_redirect"), allowedOrigins);
   const error = parseRedirectTarget(fields.get("_redirect_error"), allowedOrigins);
@@ -59,5 +70,6 @@ export function parseFormPost(bytes: Uint8Array, allowedOrigins: readonly string
       ...(success === undefined ? {} : { success }),
       ...(error === undefined ? {} : { error }),
     },
+    proofs,
   };
 }

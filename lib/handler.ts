@@ -5,7 +5,10 @@
  */
 import { type ContactDeps, handleContact, internalError, type PeerInfo } from "./contact.ts";
 import { BODY_TIMEOUT_MS } from "./body.ts";
-import { preflightResponse } from "./cors.ts";
+import { checkOrigin, corsHeaders, preflightResponse } from "./cors.ts";
+import { clientAddress } from "./client_address.ts";
+import { outcome } from "./log_tally.ts";
+import { type RateLimiter, rateLimitKey } from "./rate_limit.ts";
 import { sharedDeadline } from "./deadline.ts";
 import { errorResponse, jsonResponse, NO_STORE } from "./responses.ts";
 import { examplePageResponse } from "./example_page.ts";
@@ -18,6 +21,11 @@ export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allo
   readonly bodyDeadline?: ContactDeps["bodyDeadline"];
   /** The example form's bytes, served at `/`; absent unless `SERVE_EXAMPLE=1`. */
   readonly examplePage?: Uint8Array | undefined;
+  /**
+   * The budget of `GET /api/challenge` (which exists while `challenge.issue` does), apart from
+   * the POSTs' so fetching challenges cannot lock a visitor out of posting.
+   */
+  readonly challengeLimiter?: RateLimiter | undefined;
 };
 
 /** A `Deno.serve` handler with health state of its own. */
@@ -33,12 +41,14 @@ export function createHandler(deps: HandlerDeps): Handler {
     bodyDeadline: deps.bodyDeadline ?? sharedDeadline(BODY_TIMEOUT_MS),
     onStorage: (ok) => (storageOk = ok),
   };
-  const { examplePage } = deps;
+  const { examplePage, challengeLimiter } = deps;
+  const issue = deps.challenge?.issue?.bind(deps.challenge);
   const routes: Readonly<Record<string, readonly string[]>> = {
     // OPTIONS (the CORS preflight) exists only while other origins are allowed.
     "/api/contact": allowedOrigins.length > 0 ? ["POST", "OPTIONS"] : ["POST"],
     "/api/health": ["GET", "HEAD"],
     ...(examplePage === undefined ? {} : { "/": ["GET", "HEAD"] }),
+    ...(issue === undefined || challengeLimiter === undefined ? {} : { "/api/challenge": ["GET"] }),
   };
 
   // Not async: the contact pipeline's answer (a promise that never rejects) is handed on as is.
@@ -56,6 +66,9 @@ export function createHandler(deps: HandlerDeps): Handler {
       }
       if (path === "/" && examplePage !== undefined) {
         return examplePageResponse(examplePage, request.method);
+      }
+      if (path === "/api/challenge" && issue !== undefined && challengeLimiter !== undefined) {
+        return challengeResponse(deps, challengeLimiter, issue, request, info);
       }
       if (request.method === "OPTIONS") {
         const response = preflightResponse(request, allowedOrigins);
@@ -75,6 +88,56 @@ export function createHandler(deps: HandlerDeps): Handler {
       return internalError(deps.log, request, error);
     }
   };
+}
+
+/**
+ * `GET /api/challenge`: the origin check and CORS of the POST, its own rate limit, then a fresh
+ * challenge as JSON, never cached. A promise that never rejects.
+ */
+function challengeResponse(
+  deps: HandlerDeps,
+  limiter: RateLimiter,
+  issue: (nowMs: number) => Promise<unknown>,
+  request: Request,
+  info: PeerInfo,
+): Response | Promise<Response> {
+  const nowMs = deps.now();
+  const allowedOrigins = deps.allowedOrigins ?? [];
+  const origin = checkOrigin(
+    allowedOrigins.length === 0 ? null : request.headers.get("origin"),
+    allowedOrigins,
+  );
+  const cors = corsHeaders(origin, allowedOrigins);
+  if (origin.kind === "refused") {
+    deps.log("info", {
+      event: "challenge",
+      status: 403,
+      result: "origin_not_allowed",
+      origin: origin.origin.slice(0, 100),
+    });
+    return errorResponse("origin_not_allowed", { headers: cors });
+  }
+  const ip = clientAddress(
+    info.remoteAddr.hostname,
+    request.headers,
+    deps.trustedProxies,
+    deps.realIpHeader,
+  );
+  const decision = limiter.take(rateLimitKey(ip), nowMs);
+  if (!decision.allowed) {
+    outcome(deps.log, 429, "challenge_rate_limited");
+    return errorResponse("rate_limited", {
+      headers: { ...cors, "retry-after": String(decision.retryAfterSeconds) },
+    });
+  }
+  return issue(nowMs).then(
+    // Built directly: each challenge is unique, so it must not take a slot of the answer cache.
+    (challenge) =>
+      new Response(JSON.stringify(challenge), {
+        headers: { "content-type": "application/json", ...NO_STORE, ...cors },
+      }),
+    (error) => internalError(deps.log, request, error),
+  );
 }
 
 /**

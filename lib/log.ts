@@ -35,6 +35,24 @@ export function createLogger(
   };
 }
 
+/** The settings whose values no log line may carry (besides every form of the token). */
+export const SECRET_SETTINGS = ["MESSENGER_BOT_TOKEN", "CHALLENGE_SECRET"] as const;
+
+/**
+ * The logger of a contactd process (the service and its launcher): timestamps from `now`, and
+ * the values of {@linkcode SECRET_SETTINGS} in `settings` (trimmed, as parsing reads them)
+ * redacted from every line, valid or not.
+ */
+export function settingsLogger(
+  settings: Readonly<Record<string, string | undefined>>,
+  write: (line: string, level: LogLevel) => void,
+  now: () => Date = () => new Date(),
+): Logger {
+  const secrets = SECRET_SETTINGS.map((name) => settings[name]?.trim() ?? "")
+    .filter((value) => value !== "");
+  return createLogger(write, now, secrets);
+}
+
 /** Describes an unknown thrown value for a log line (name and message only, redacted later). */
 export function describeError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`.slice(0, 500);

@@ -9,16 +9,28 @@ import { examplePagePath } from "./example_page.ts";
 import { outboxPath } from "./outbox.ts";
 
 /** The parts of the configuration that decide what the service may touch. */
-export type PermissionInputs = Pick<
-  Config,
-  "host" | "port" | "apiUrl" | "messagesFile" | "serveExample"
->;
+export type PermissionInputs =
+  & Pick<
+    Config,
+    "host" | "port" | "apiUrl" | "messagesFile" | "serveExample"
+  >
+  & {
+    /** Only its kind and, for Turnstile, its verify URL matter (absent: `none`). */
+    readonly challenge?: Config["challenge"];
+  };
 
 /**
  * The settings that decide the permissions, so a binary is built with them (`deno task compile`
  * reads them from the build environment and bakes them in as the binary's defaults).
  */
-export const BUILD_SETTINGS = ["HOST", "PORT", "MESSENGER_API_URL", "MESSAGES_FILE"] as const;
+export const BUILD_SETTINGS = [
+  "HOST",
+  "PORT",
+  "MESSENGER_API_URL",
+  "MESSAGES_FILE",
+  "CHALLENGE",
+  "TURNSTILE_VERIFY_URL",
+] as const;
 
 /** Extra grants beyond the configuration. */
 export interface FlagOptions {
@@ -31,6 +43,12 @@ export function netAddress(host: string, port: number): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/** The Turnstile verify URL's `host:port`, when `CHALLENGE=turnstile`. */
+function verifyAddresses(config: PermissionInputs): string[] {
+  const challenge = config.challenge;
+  return challenge?.kind === "turnstile" ? [apiAddress(challenge.verifyUrl)] : [];
+}
+
 /** The API's `host:port`, the port defaulted from the scheme. */
 function apiAddress(apiUrl: string): string {
   const api = new URL(apiUrl);
@@ -40,19 +58,26 @@ function apiAddress(apiUrl: string): string {
 }
 
 /**
- * The flags of `deno run`/`deno compile`: listen on one address, call one API host, read and
+ * The flags of `deno run`/`deno compile`: listen on one address, call one API host (and the
+ * Turnstile verify host with `CHALLENGE=turnstile`), read and
  * write one file, read only the named settings, one env file when given, and the example page
  * with `SERVE_EXAMPLE=1`. Nothing else (no run, ffi, sys, import).
  */
 export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}): string[] {
   const envFile = options.envFile;
-  if (envFile !== undefined && (envFile === "" || /[,\0]/.test(envFile))) {
-    // A comma would split the --allow-read list.
-    throw new RangeError(`env file path must be non-empty, without "," or NUL`);
-  }
+  // An empty path would grant nothing; a "," or NUL is refused by list() like any other item.
+  if (envFile === "") throw new RangeError("env file path must be non-empty");
   return [
     "--no-prompt",
-    `--allow-net=${list([netAddress(config.host, config.port), apiAddress(config.apiUrl)])}`,
+    `--allow-net=${
+      list([
+        ...new Set([
+          netAddress(config.host, config.port),
+          apiAddress(config.apiUrl),
+          ...verifyAddresses(config),
+        ]),
+      ])
+    }`,
     // Read: fstat of the open file (mode check) and noticing a rotated file; the outbox (it is
     // read back to deliver) and its compaction's temporary file; the env file of `--env-file`;
     // the example page (read once at start-up) only when it is served.
@@ -127,6 +152,14 @@ export function permissionGaps(
       `(--allow-write=${config.messagesFile}); ${rebuild}`,
     ],
   ];
+  for (const verify of verifyAddresses(config)) {
+    needs.push([
+      "TURNSTILE_VERIFY_URL",
+      { name: "net", host: verify },
+      `"TURNSTILE_VERIFY_URL": this build may not connect to ${verify} (--allow-net=${verify}); ` +
+      `build with CHALLENGE=turnstile (deno task compile) or change it back`,
+    ]);
+  }
   if (config.serveExample) {
     // A binary is never built with the page's read permission (compile ignores SERVE_EXAMPLE):
     // rebuilding cannot help, so the hint names what can.

@@ -1,7 +1,8 @@
 /**
  * `deno task compile [--target TRIPLE] [--print]`: builds `dist/contactd` with `deno compile`,
  * its permissions baked in from {@linkcode serviceFlags} and the build's `HOST`, `PORT`,
- * `MESSENGER_API_URL`, `MESSAGES_FILE` baked in as the binary's defaults (arguments after
+ * `MESSENGER_API_URL`, `MESSAGES_FILE`, `CHALLENGE`, `TURNSTILE_VERIFY_URL` baked in as the
+ * binary's defaults (arguments after
  * `main.ts`, `--built-default NAME=VALUE`: never `--env-file`, which would embed the secrets).
  *
  * `--print` prints the `deno` arguments as a JSON array instead of building (the tests run the
@@ -80,7 +81,8 @@ export function compileArgs(
     // Relative would resolve against the service's working directory, not the operator's.
     throw new RangeError(`"${ENV_FILE_SETTING}" must be an absolute path`);
   }
-  const flags = serviceFlags(parseConfig(settings), { envFile });
+  // The secrets (CHALLENGE_SECRET) come at run time, from the env file.
+  const flags = serviceFlags(parseConfig(settings, { requireSecrets: false }), { envFile });
   // Arguments after the script are baked into the binary and come before the operator's.
   const builtDefaults = BUILD_SETTINGS.flatMap((name) => {
     const value = buildEnv[name]?.trim();

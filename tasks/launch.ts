@@ -9,33 +9,47 @@
  */
 import { parseEnv } from "node:util";
 import { ConfigError, parseConfig } from "../lib/config.ts";
-import { createLogger } from "../lib/log.ts";
-import { serviceFlags } from "../lib/permissions.ts";
+import { settingsLogger } from "../lib/log.ts";
+import { permissionLine, serviceFlags } from "../lib/permissions.ts";
 import { mergeSettings, readSettings } from "../lib/settings.ts";
 
 /** The signals passed on to the child, which stops gracefully on each. */
 export const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
-async function readDotEnv(path: string): Promise<Record<string, string | undefined>> {
+const encoder = new TextEncoder();
+
+/**
+ * The settings in the env file at `path` (none when it does not exist), or one line saying why
+ * it cannot be read: a stack trace would tell an operator less.
+ */
+async function readDotEnv(path: string): Promise<Record<string, string | undefined> | string> {
+  let text: string;
   try {
-    return parseEnv(await Deno.readTextFile(path));
+    text = await Deno.readTextFile(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return {};
-    throw error;
+    if (error instanceof Deno.errors.PermissionDenied) {
+      return `contactd: cannot read ${path}: the system refused access (permission denied); ` +
+        "make it readable by the user running deno task (chmod 600, owned by that user)";
+    }
+    const reason = error instanceof Error
+      ? `${error.name}: ${error.message.split("\n")[0]!.slice(0, 200)}`
+      : String(error);
+    return permissionLine(error) ?? `contactd: cannot read ${path}: ${reason}`;
   }
+  return parseEnv(text);
 }
 
 async function launch(args: readonly string[]): Promise<number> {
   const fromProcess = readSettings((name) => Deno.env.get(name));
-  const settings = mergeSettings(await readDotEnv(".env"), fromProcess);
+  const dotEnv = await readDotEnv(".env");
+  if (typeof dotEnv === "string") {
+    Deno.stderr.writeSync(encoder.encode(`${dotEnv}\n`));
+    return 1;
+  }
+  const settings = mergeSettings(dotEnv, fromProcess);
   // The same redaction as the service's own log lines.
-  const token = settings.MESSENGER_BOT_TOKEN?.trim();
-  const encoder = new TextEncoder();
-  const log = createLogger(
-    (line) => Deno.stderr.writeSync(encoder.encode(line)),
-    () => new Date(),
-    token ? [token] : [],
-  );
+  const log = settingsLogger(settings, (line) => Deno.stderr.writeSync(encoder.encode(line)));
 
   let flags: string[];
   try {

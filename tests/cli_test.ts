@@ -143,12 +143,12 @@ Deno.test("the README's settings table, .env.example and --help name every setti
   for (const name of SETTING_NAMES) {
     const fallback = Object.hasOwn(defaults, name) ? defaults[name]! : "";
     assert.equal(rows.get(name), fallback === "" ? "unset" : `\`${fallback}\``, `README ${name}`);
-    assert.match(example, new RegExp(`^${name}=`, "m"), `.env.example lacks ${name}`);
+    assert.match(example, new RegExp(`^(# ?)?${name}=`, "m"), `.env.example lacks ${name}`);
     assert.match(help, new RegExp(`^  ${name} `, "m"), `--help lacks ${name}`);
   }
   // Nothing documented that the code does not read.
   assert.deepEqual([...rows.keys()].sort(), [...SETTING_NAMES].sort());
-  const assigned = [...example.matchAll(/^([A-Z_]+)=/gm)].map((match) => match[1]!);
+  const assigned = [...example.matchAll(/^(?:# ?)?([A-Z_]+)=/gm)].map((match) => match[1]!);
   assert.deepEqual(assigned.sort(), [...SETTING_NAMES].sort());
 });
 

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { pathOf } from "../lib/handler.ts";
+import type { LogFields } from "../lib/log.ts";
+import { tallyRefusals } from "../lib/log_tally.ts";
 import { PEER, post, postForm, setup } from "./support/handler_setup.ts";
 
 Deno.test("POST /api/contact notifies, stores one record, then answers 200 {ok:true}", async () => {
@@ -365,4 +367,36 @@ Deno.test("pathOf takes the path after the authority Deno put in request.url, as
     ["no-scheme", null, ""],
   ];
   for (const [url, host, path] of cases) assert.equal(pathOf(url, host), path, url);
+});
+
+Deno.test("ALLOWED_ORIGINS set: a flood of foreign-origin POSTs and of preflights makes no line per request, one summary", async () => {
+  const site = "https://site.example";
+  const { state, handler } = setup({ allowedOrigins: [site] });
+  const preflight = (origin: string) =>
+    new Request("http://localhost/api/contact", {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": "POST" },
+    });
+  for (let i = 0; i < 40; i++) {
+    const origin = `https://evil${i}.example`;
+    assert.equal((await handler(post({ message: "spam" }, { origin }), PEER)).status, 403);
+    assert.equal((await handler(preflight(origin), PEER)).status, 403);
+    assert.equal((await handler(preflight(site), PEER)).status, 204);
+  }
+  // Every line the handler wrote goes through the tally, as main.ts wires it.
+  assert.equal(state.logs.length, 120);
+  const written: LogFields[] = [];
+  const tally = tallyRefusals((_level, fields) => written.push(fields));
+  for (const { level, ...fields } of state.logs) tally.log(level, fields);
+  assert.deepEqual(written, []);
+  tally.flush();
+  assert.equal(written.length, 1);
+  assert.deepEqual(written[0], {
+    event: "contact_summary",
+    refused: 80,
+    origin_not_allowed: 40,
+    preflight_origin_not_allowed: 40,
+    preflight: 40,
+    refused_origin: "https://evil0.example",
+  });
 });

@@ -100,23 +100,42 @@ Deno.test("redact handles a secret adjacent to itself", () => {
 
 Deno.test("a config_invalid message never echoes a value that swallowed the token's line", () => {
   const swallowed = `none MESSENGER_BOT_TOKEN=${REAL}`;
-  for (
-    const setting of ["TRUSTED_PROXIES", "ALLOWED_ORIGINS", "MESSENGER_API_URL", "HOST"] as const
-  ) {
+  const cases = [
+    ...(["TRUSTED_PROXIES", "ALLOWED_ORIGINS", "MESSENGER_API_URL", "HOST"] as const)
+      .map((setting) => [setting, swallowed] as const),
+    // Values that are otherwise valid: a path, and URLs whose path takes the rest of the line.
+    ["MESSAGES_FILE", `messages.jsonl MESSENGER_BOT_TOKEN=${REAL}`],
+    ["MESSAGES_FILE", `messages.jsonl\tMESSENGER_BOT_TOKEN=${REAL}`],
+    ["MESSAGES_FILE", `messages.jsonlMESSENGER_BOT_TOKEN=${REAL}`],
+    ["MESSAGES_FILE", `messages.jsonl export MESSENGER_BOT_TOKEN=${REAL}`],
+    ["MESSENGER_API_URL", `https://api.telegram.org/ MESSENGER_BOT_TOKEN=${REAL}`],
+    ["TURNSTILE_VERIFY_URL", `https://challenges.example/v0/ MESSENGER_BOT_TOKEN=${REAL}`],
+  ] as const;
+  for (const [setting, value] of cases) {
     let message = "";
     try {
-      parseConfig({ [setting]: swallowed });
+      parseConfig({ [setting]: value });
     } catch (error) {
       assert.ok(error instanceof ConfigError);
       assert.equal(error.setting, setting);
       message = error.message;
     }
-    assert.notEqual(message, "", setting);
+    assert.notEqual(message, "", `${setting} accepted ${JSON.stringify(value)}`);
     assert.deepEqual(leaks(message), [], message);
     assert.ok(!message.includes("MESSENGER_BOT_TOKEN"), message);
   }
   const items = parseConfigError({ ALLOWED_ORIGINS: `https://a.example,${REAL}` });
   assert.match(items, /item 2 is not one$/);
+});
+
+Deno.test('MESSAGES_FILE may hold spaces and "=", only not a setting\'s NAME= after its value', () => {
+  for (const path of ["/srv/my data/messages.jsonl", "a=b.jsonl", "dir/ x=1.jsonl"]) {
+    assert.equal(parseConfig({ MESSAGES_FILE: path }).messagesFile, path);
+  }
+  assert.match(
+    parseConfigError({ MESSAGES_FILE: "messages.jsonl CHALLENGE=altcha" }),
+    /^"MESSAGES_FILE" holds NAME=\.\.\. after its value/,
+  );
 });
 
 function parseConfigError(env: Record<string, string>): string {

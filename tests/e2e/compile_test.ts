@@ -144,21 +144,44 @@ Deno.test("deno task compile refuses an unknown argument or target with one line
   }
 });
 
+/** This run's Deno cache directory (`DENO_DIR` or Deno's default). */
+async function denoDir(): Promise<string> {
+  const output = await new Deno.Command("deno", {
+    args: ["info", "--json"],
+    env: baseEnv(),
+    stdin: "null",
+  }).output();
+  assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+  return JSON.parse(new TextDecoder().decode(output.stdout)).denoDir;
+}
+
 Deno.test("deno task compile without a reachable denort says in one line that the host is offline and how DENORT_BIN fixes it, leaving no dist/", async () => {
   const dist = `${ROOT}dist`;
   const hadDist = await Deno.stat(dist).then(() => true, () => false);
-  // A proxy on a closed port: the download fails here and on a host that is online.
-  const closed = freePort();
-  const output = await runCompileTask([], {
-    HTTPS_PROXY: `http://127.0.0.1:${closed}`,
-    https_proxy: `http://127.0.0.1:${closed}`,
-  });
-  const stderr = new TextDecoder().decode(output.stderr);
-  assert.equal(output.code, 1, stderr);
-  const lines = stderr.trim().split("\n");
-  assert.match(lines.at(-1)!, /^compile: this host is offline .*DENORT_BIN=\/path\/to\/denort/);
-  assert.doesNotMatch(stderr, /Caused by|Stack backtrace|dl\.deno\.land/);
-  assert.equal(await Deno.stat(dist).then(() => true, () => false), hadDist);
+  // A fresh DENO_DIR, so a denort cached by an earlier build cannot make the compile succeed;
+  // only the npm packages are shared (the proxy below refuses their download too).
+  const cache = await Deno.makeTempDir({ prefix: "contactd-deno-dir-" });
+  const npm = `${await denoDir()}/npm`;
+  if (await Deno.stat(npm).then(() => true, () => false)) await Deno.symlink(npm, `${cache}/npm`);
+  try {
+    // A proxy on a closed port: the download fails here and on a host that is online.
+    const closed = freePort();
+    const output = await runCompileTask([], {
+      DENO_DIR: cache,
+      HTTPS_PROXY: `http://127.0.0.1:${closed}`,
+      https_proxy: `http://127.0.0.1:${closed}`,
+    });
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert.equal(output.code, 1, stderr);
+    const lines = stderr.trim().split("\n");
+    assert.match(lines.at(-1)!, /^compile: this host is offline .*DENORT_BIN=\/path\/to\/denort/);
+    assert.doesNotMatch(stderr, /Caused by|Stack backtrace|dl\.deno\.land/);
+    assert.equal(await Deno.stat(dist).then(() => true, () => false), hadDist);
+  } finally {
+    await Deno.remove(cache, { recursive: true });
+    // Whatever failed above, a dist/ this test made does not stay in the checkout.
+    if (!hadDist) await Deno.remove(dist, { recursive: true }).catch(() => {});
+  }
 });
 
 Deno.test("compileFailure shortens only Deno's base-binary download failure, and not when DENORT_BIN is set", () => {

@@ -3,7 +3,16 @@
  */
 import assert from "node:assert/strict";
 import { SETTING_NAMES } from "../../lib/config.ts";
-import { baseEnv, CHAT_ID, freePort, startService, TOKEN } from "../support/service.ts";
+import {
+  baseEnv,
+  CHAT_ID,
+  freePort,
+  isRoot,
+  NOBODY,
+  startService,
+  TOKEN,
+} from "../support/service.ts";
+import { requireTool, skipWithout } from "../support/tools.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const TASKS = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
@@ -197,24 +206,121 @@ Deno.test("SIGHUP stops the service like SIGTERM: the request in flight is answe
 });
 
 Deno.test("deno task start refuses a value that swallowed the token's line without printing any of the token", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
   const secret = TOKEN.slice(TOKEN.indexOf(":") + 1);
-  await Deno.writeTextFile(`${dir}/.env`, `TRUSTED_PROXIES="none MESSENGER_BOT_TOKEN=${TOKEN}"\n`);
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: taskArgs("serve"),
-    cwd: dir,
-    clearEnv: true,
-    env: baseEnv(),
-  }).output();
-  await Deno.remove(dir, { recursive: true });
-  assert.equal(output.code, 1);
-  const text = new TextDecoder().decode(output.stderr);
-  const lines = text.trim().split("\n");
-  assert.equal(lines.length, 1, text);
-  assert.equal(JSON.parse(lines[0]!).setting, "TRUSTED_PROXIES");
-  for (let i = 0; i + 8 <= secret.length; i++) {
-    assert.ok(!text.includes(secret.slice(i, i + 8)), text);
+  for (
+    const [setting, value] of [
+      ["TRUSTED_PROXIES", "none"],
+      // A valid path otherwise: it would be echoed by the permission and file-mode lines.
+      ["MESSAGES_FILE", "messages.jsonl"],
+    ]
+  ) {
+    const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+    await Deno.writeTextFile(
+      `${dir}/.env`,
+      `PORT=${freePort()}\n${setting}="${value} MESSENGER_BOT_TOKEN=${TOKEN}"\n`,
+    );
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: taskArgs("serve"),
+      cwd: dir,
+      clearEnv: true,
+      env: baseEnv(),
+      // Accepted, the service would serve on: a refusal comes at once.
+      signal: AbortSignal.timeout(30_000),
+    }).output();
+    await Deno.remove(dir, { recursive: true });
+    const text = new TextDecoder().decode(output.stdout) + new TextDecoder().decode(output.stderr);
+    assert.equal(output.code, 1, text);
+    const lines = text.trim().split("\n");
+    assert.equal(lines.length, 1, text);
+    assert.equal(JSON.parse(lines[0]!).setting, setting);
+    for (let i = 0; i + 8 <= secret.length; i++) {
+      assert.ok(!text.includes(secret.slice(i, i + 8)), text);
+    }
   }
+});
+
+/** The launcher's exit code and output, with no stack trace and one line on stderr. */
+function oneLineFailure(output: Deno.CommandOutput): string {
+  const text = new TextDecoder().decode(output.stderr);
+  assert.equal(output.code, 1, text);
+  assert.equal(new TextDecoder().decode(output.stdout), "");
+  assert.equal(text.indexOf("\n"), text.length - 1, text);
+  assert.doesNotMatch(text, /Uncaught|^ +at /m, text);
+  return text.trim();
+}
+
+Deno.test("deno task start with a .env it cannot read (a directory) says so in one line and exits 1", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+  try {
+    await Deno.mkdir(`${dir}/.env`);
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: taskArgs("serve"),
+      cwd: dir,
+      clearEnv: true,
+      env: baseEnv(),
+    }).output();
+    assert.match(oneLineFailure(output), /^contactd: cannot read \.env: IsADirectory: /);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "deno task start with a .env of mode 000 says the system refused it in one line and exits 1",
+  // As root the launcher runs as nobody (root reads any file), through setpriv.
+  ignore: isRoot() && skipWithout("setpriv"),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+    try {
+      await Deno.writeTextFile(`${dir}/.env`, `MESSENGER_BOT_TOKEN=${TOKEN}\n`);
+      await Deno.chmod(`${dir}/.env`, 0o000);
+      let command = Deno.execPath();
+      let args = taskArgs("serve");
+      let env = baseEnv();
+      if (isRoot()) {
+        // Copies nobody may read (the checkout may sit under a private home), its own cache.
+        await Deno.mkdir(`${dir}/src/tasks`, { recursive: true });
+        await Deno.mkdir(`${dir}/src/lib`);
+        await Deno.copyFile(`${ROOT}tasks/launch.ts`, `${dir}/src/tasks/launch.ts`);
+        for await (const entry of Deno.readDir(`${ROOT}lib`)) {
+          if (entry.isFile) {
+            await Deno.copyFile(`${ROOT}lib/${entry.name}`, `${dir}/src/lib/${entry.name}`);
+          }
+        }
+        await Deno.mkdir(`${dir}/home`);
+        await Deno.chmod(dir, 0o755);
+        for (const path of [dir, `${dir}/home`]) await Deno.chown(path, NOBODY, NOBODY);
+        const setpriv = ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups"];
+        let deno = Deno.execPath();
+        const tool = requireTool("setpriv");
+        const probe = await new Deno.Command(tool, { args: [...setpriv, "--", deno, "--version"] })
+          .output();
+        if (!probe.success) {
+          deno = `${dir}/deno`;
+          await Deno.copyFile(Deno.execPath(), deno);
+        }
+        command = tool;
+        args = [
+          ...setpriv,
+          "--",
+          deno,
+          ...args.map((word) =>
+            word === `${ROOT}tasks/launch.ts` ? `${dir}/src/tasks/launch.ts` : word
+          ),
+        ];
+        env = { ...env, HOME: `${dir}/home`, DENO_DIR: `${dir}/home/deno` };
+      }
+      const output = await new Deno.Command(command, { args, cwd: dir, clearEnv: true, env })
+        .output();
+      assert.match(
+        oneLineFailure(output),
+        /^contactd: cannot read \.env: the system refused access \(permission denied\); /,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
 
 Deno.test("deno task start refuses a comma in MESSENGER_API_URL (also %2c) with one line, before any child runs", async () => {

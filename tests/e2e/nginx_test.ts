@@ -34,7 +34,7 @@ function substitute(example: string, nginxPort: number, servicePort: number, dir
 
 /** Runs nginx with `site` (one rewritten copy of the example) until `stop` is called. */
 async function startNginx(site: string) {
-  const nginxBin = requireTool("nginx", "nginx");
+  const nginxBin = requireTool("nginx");
   const dir = await Deno.makeTempDir({ prefix: "contactd-nginx-" });
   await Deno.chmod(dir, 0o755); // nginx workers may run as another user when we are root
   await Deno.mkdir(`${dir}/www`);

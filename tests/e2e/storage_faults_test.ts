@@ -1,8 +1,10 @@
 /**
  * End to end: the backup file fails at run time. While it does, a delivered message is still
- * answered 200 (it reached the owner), an undelivered one 500 (nothing kept it), an error is
- * logged and health says ok:false; once the fault clears the next record is written and health
- * recovers. Also: rotation, kill -9 during a burst, and a torn last line across restarts.
+ * answered 200 (it reached the owner); an undelivered one 502 `stored:true` while the outbox
+ * beside the file still takes it, and 500 only when neither the outbox nor the API took it
+ * (nothing kept it); an error is logged and health says ok:false; once the fault clears the next
+ * record is written and health recovers. Also: rotation, kill -9 during a burst, and a torn last
+ * line across restarts.
  */
 import assert from "node:assert/strict";
 import { apiError } from "../support/fake_bot_api.ts";
@@ -132,7 +134,7 @@ Deno.test("e2e: a removed backup directory fails honestly and recovers when it i
 test.prlimit("e2e: a backup file that cannot grow (RLIMIT_FSIZE, a full disk) fails honestly and recovers", async () => {
   await withService({}, async (service, fake) => {
     const prlimit = (limit: string) =>
-      new Deno.Command(requireTool("prlimit", "util-linux"), {
+      new Deno.Command(requireTool("prlimit"), {
         args: [`--pid=${service.process.pid}`, `--fsize=${limit}`],
       })
         .output().then((result) =>

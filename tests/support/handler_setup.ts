@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { ChallengeGate } from "../../lib/challenge.ts";
 import type { DeliveryOutcome } from "../../lib/delivery.ts";
 import type { RealIpHeader } from "../../lib/client_address.ts";
 import { createHandler, type Handler } from "../../lib/handler.ts";
@@ -30,6 +31,9 @@ export function setup(options: {
   onLog?: (fields: LogFields) => void;
   /** `REAL_IP_HEADER` (default: X-Forwarded-For, as in production). */
   realIpHeader?: RealIpHeader;
+  /** `CHALLENGE` (default: none) and the budget of `GET /api/challenge`. */
+  challenge?: ChallengeGate;
+  challengeLimiter?: RateLimiter;
 } = {}) {
   const state = {
     now: new Date("2026-11-22T14:03:09.500Z"),
@@ -67,6 +71,8 @@ export function setup(options: {
     allowedOrigins: options.allowedOrigins ?? [],
     examplePage: options.examplePage,
     ...(options.bodyDeadline ? { bodyDeadline: options.bodyDeadline } : {}),
+    challenge: options.challenge,
+    challengeLimiter: options.challengeLimiter,
   });
   return { state, handler };
 }

@@ -216,12 +216,21 @@ async function unprivilegedCommand(dir: string): Promise<{ cmd: string; pre: str
   await Deno.mkdir(`${dir}/src/lib`, { recursive: true });
   await Deno.copyFile(MAIN, `${dir}/src/main.ts`);
   await Deno.copyFile(new URL("../../deno.json", import.meta.url), `${dir}/src/deno.json`);
+  await Deno.copyFile(new URL("../../deno.lock", import.meta.url), `${dir}/src/deno.lock`);
+  // The npm packages deno.json imports (altcha-lib), from our cache into the child's own: it may
+  // not read ours, and must not need the registry.
+  const info = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  const { npmCache } = JSON.parse(new TextDecoder().decode(info.stdout));
+  await Deno.mkdir(`${dir}/deno-cache`);
+  const copied = await new Deno.Command("cp", { args: ["-R", npmCache, `${dir}/deno-cache/npm`] })
+    .output();
+  assert.ok(copied.success, "copying the npm cache failed");
   for await (const entry of Deno.readDir(LIB)) {
     if (entry.isFile) await Deno.copyFile(`${LIB}${entry.name}`, `${dir}/src/lib/${entry.name}`);
   }
   let deno = Deno.execPath();
   const setpriv = ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "--"];
-  const tool = requireTool("setpriv", "util-linux");
+  const tool = requireTool("setpriv");
   const probe = await new Deno.Command(tool, { args: [...setpriv, deno, "--version"] }).output();
   if (!probe.success) {
     deno = `${dir}/deno`;
@@ -229,6 +238,10 @@ async function unprivilegedCommand(dir: string): Promise<{ cmd: string; pre: str
   }
   await Deno.chmod(dir, 0o755);
   for (const path of [dir, `${dir}/src`, `${dir}/src/lib`]) await Deno.chown(path, NOBODY, NOBODY);
+  const owned = await new Deno.Command("chown", {
+    args: ["-R", `${NOBODY}:${NOBODY}`, `${dir}/deno-cache`],
+  }).output();
+  assert.ok(owned.success, "chown of the child's cache failed");
   return { cmd: tool, pre: [...setpriv, deno] };
 }
 
