@@ -12,9 +12,7 @@ import { ConfigError, parseConfig } from "../lib/config.ts";
 import { settingsLogger } from "../lib/log.ts";
 import { permissionLine, serviceFlags } from "../lib/permissions.ts";
 import { mergeSettings, readSettings } from "../lib/settings.ts";
-
-/** The signals passed on to the child, which stops gracefully on each. */
-export const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+import { serviceSignals } from "../lib/signals.ts";
 
 const encoder = new TextEncoder();
 
@@ -72,7 +70,8 @@ async function launch(args: readonly string[]): Promise<number> {
     env: settings,
     stdin: "piped",
   }).spawn();
-  for (const signal of FORWARDED_SIGNALS) {
+  // The signals the child stops gracefully on are passed on (Windows knows only two).
+  for (const signal of serviceSignals(Deno.build.os).stop) {
     Deno.addSignalListener(signal, () => {
       try {
         child.kill(signal);
