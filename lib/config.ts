@@ -105,9 +105,12 @@ export class ConfigError extends Error {
 const TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/;
 /**
  * A value holding the next line of an env file whose newline was lost: `NAME=` after
- * whitespace, or a setting's own name followed by `=` anywhere.
+ * whitespace, or a setting's own name followed by `=` where it cannot be the end of a longer
+ * name (`8787MESSENGER_BOT_TOKEN=` is one, `/srv/EXPORT=1/` is not).
  */
-const SWALLOWED_LINE = new RegExp(`\\s[A-Z_][A-Z0-9_]*=|(?:${SETTING_NAMES.join("|")})=`);
+const SWALLOWED_LINE = new RegExp(
+  `\\s[A-Z_][A-Z0-9_]*=|(?:^|[^A-Z_])(?:${SETTING_NAMES.join("|")})=`,
+);
 const INTEGER = /^-?\d{1,16}$/;
 
 /**

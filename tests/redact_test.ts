@@ -107,6 +107,7 @@ Deno.test("a config_invalid message never echoes a value that swallowed the toke
     ["MESSAGES_FILE", `messages.jsonl MESSENGER_BOT_TOKEN=${REAL}`],
     ["MESSAGES_FILE", `messages.jsonl\tMESSENGER_BOT_TOKEN=${REAL}`],
     ["MESSAGES_FILE", `messages.jsonlMESSENGER_BOT_TOKEN=${REAL}`],
+    ["PORT", `8787MESSENGER_BOT_TOKEN=${REAL}`],
     ["MESSAGES_FILE", `messages.jsonl export MESSENGER_BOT_TOKEN=${REAL}`],
     ["MESSENGER_API_URL", `https://api.telegram.org/ MESSENGER_BOT_TOKEN=${REAL}`],
     ["TURNSTILE_VERIFY_URL", `https://challenges.example/v0/ MESSENGER_BOT_TOKEN=${REAL}`],
@@ -129,7 +130,13 @@ Deno.test("a config_invalid message never echoes a value that swallowed the toke
 });
 
 Deno.test('MESSAGES_FILE may hold spaces and "=", only not a setting\'s NAME= after its value', () => {
-  for (const path of ["/srv/my data/messages.jsonl", "a=b.jsonl", "dir/ x=1.jsonl"]) {
+  const paths = [
+    "/srv/my data/messages.jsonl",
+    "a=b.jsonl",
+    "dir/ x=1.jsonl",
+    "/srv/EXPORT=1/m.jsonl",
+  ];
+  for (const path of paths) {
     assert.equal(parseConfig({ MESSAGES_FILE: path }).messagesFile, path);
   }
   assert.match(
