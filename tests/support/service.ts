@@ -203,6 +203,8 @@ export async function runToExit(settings: Record<string, string>, cwd?: string) 
     env: { ...baseEnv(), ...settings },
     stdin: "null",
   }).output();
+  // A directory made here is ours to remove; a caller's stays.
+  if (cwd === undefined) await Deno.remove(dir, { recursive: true });
   const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
   return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
 }
