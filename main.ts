@@ -11,7 +11,7 @@ import { ConfigError, parseConfig } from "./lib/config.ts";
 import { DeliveryQueue } from "./lib/delivery.ts";
 import { EXAMPLE_PAGE_URL } from "./lib/example_page.ts";
 import type { Appender } from "./lib/group_commit.ts";
-import { Altcha, type ChallengeGate } from "./lib/challenge.ts";
+import { Altcha, type ChallengeGate, REPLAY_CAPACITY } from "./lib/challenge.ts";
 import { createHandler } from "./lib/handler.ts";
 import { keepServing, type KeptServing, pause } from "./lib/keep_serving.ts";
 import { describeError, type Logger, settingsLogger } from "./lib/log.ts";
@@ -25,7 +25,7 @@ import type { Settings } from "./lib/settings.ts";
 import { newSubmissionId } from "./lib/submission_id.ts";
 import { serviceSignals } from "./lib/signals.ts";
 import { sendMessage } from "./lib/telegram.ts";
-import { Turnstile } from "./lib/turnstile.ts";
+import { isTurnstileTestSecret, Turnstile } from "./lib/turnstile.ts";
 import denoJson from "./deno.json" with { type: "json" };
 
 const encoder = new TextEncoder();
@@ -136,8 +136,14 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
     maxAgeMs: config.deliveryMaxAgeMs,
   });
   queue?.start();
+  if (config.challenge.kind === "turnstile" && isTurnstileTestSecret(config.challenge.secret)) {
+    log("warn", { event: "challenge_test_secret", setting: "CHALLENGE_SECRET" });
+  }
   const challenge: ChallengeGate | undefined = config.challenge.kind === "altcha"
-    ? new Altcha({ secret: config.challenge.secret })
+    ? new Altcha({
+      secret: config.challenge.secret,
+      onFull: () => log("warn", { event: "challenge_replay_set_full", capacity: REPLAY_CAPACITY }),
+    })
     : config.challenge.kind === "turnstile"
     ? new Turnstile({
       secret: config.challenge.secret,

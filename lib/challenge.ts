@@ -23,6 +23,13 @@ export interface ChallengeGate {
    * Never rejects: an outage is `challenge_unavailable`.
    */
   check(value: unknown, ip: string, nowMs: number): Promise<ChallengeVerdict>;
+  /**
+   * Uses up a proof `check` passed, synchronously (no await between its look-up and its record,
+   * so two posts of one proof cannot both pass): called only for a submission that passed
+   * validation, so refused posts use up nothing. Absent when the kind keeps no record (Turnstile:
+   * Cloudflare spends each token itself).
+   */
+  consume?: (value: unknown, nowMs: number) => ChallengeVerdict;
   /** A fresh challenge for `GET /api/challenge`; absent when the kind has none (Turnstile). */
   issue?: (nowMs: number) => Promise<unknown>;
 }
@@ -60,7 +67,15 @@ export interface AltchaOptions {
   readonly ttlMs?: number;
   /** Default {@linkcode REPLAY_CAPACITY}. */
   readonly replayCapacity?: number;
+  /**
+   * Told, at most once a minute, that a solution was refused (`challenge_unavailable`) because
+   * the set of used solutions is full of unexpired ones.
+   */
+  readonly onFull?: () => void;
 }
+
+/** How often, at most, {@linkcode AltchaOptions.onFull} is told the set is full. */
+export const FULL_WARNING_INTERVAL_MS = 60_000;
 
 /**
  * ALTCHA: `issue` answers an HMAC-signed challenge that expires; `check` accepts a solved
@@ -73,6 +88,8 @@ export class Altcha implements ChallengeGate {
   readonly #maxNumber: number;
   readonly #ttlMs: number;
   readonly #used: ReplaySet;
+  readonly #onFull: (() => void) | undefined;
+  #lastFullWarningMs = -Infinity;
 
   /** Builds the gate; the secret is validated by lib/config.ts. */
   constructor(options: AltchaOptions) {
@@ -80,6 +97,7 @@ export class Altcha implements ChallengeGate {
     this.#maxNumber = options.maxNumber ?? ALTCHA_MAX_NUMBER;
     this.#ttlMs = options.ttlMs ?? ALTCHA_TTL_MS;
     this.#used = new ReplaySet(options.replayCapacity ?? REPLAY_CAPACITY);
+    this.#onFull = options.onFull;
   }
 
   /** A fresh challenge (altcha-lib's `createChallenge`), expiring `ttlMs` after `nowMs`. */
@@ -94,16 +112,14 @@ export class Altcha implements ChallengeGate {
 
   /**
    * `challenge_required` when absent or blank; `challenge_failed` when malformed, of another
-   * algorithm, unsigned by this secret, wrongly solved, expired or already used;
-   * `challenge_unavailable` when the set of used solutions is full.
+   * algorithm, unsigned by this secret, wrongly solved, expired (at its expiry millisecond too,
+   * by `nowMs` or the system clock, whichever is later) or already used. Records nothing: a
+   * passed solution is used up by {@linkcode Altcha.consume}.
    */
   async check(value: unknown, _ip: string, nowMs: number): Promise<ChallengeVerdict> {
     if (value === undefined || value === null || value === "") return "challenge_required";
     const payload = decodePayload(value);
-    if (payload === undefined) return "challenge_failed";
-    // The signature covers the challenge, which covers the salt (and so the expiry): it names
-    // the challenge, and each challenge is accepted once, however its number is written.
-    if (this.#used.has(payload.signature, nowMs)) return "challenge_failed";
+    if (payload === undefined || this.#spent(payload, nowMs)) return "challenge_failed";
     let verified: boolean;
     try {
       verified = await verifySolution(payload, this.#secret, true);
@@ -111,12 +127,43 @@ export class Altcha implements ChallengeGate {
       verified = false;
     }
     if (!verified) return "challenge_failed";
-    // Checked again: two posts of one solution may both have been verifying.
-    if (this.#used.has(payload.signature, nowMs)) return "challenge_failed";
-    const expiresMs = Number(new URLSearchParams(payload.salt.split("?")[1] ?? "").get("expires")) *
-      1000;
-    return this.#used.add(payload.signature, expiresMs, nowMs) ? "passed" : "challenge_unavailable";
+    // Checked again: the clock moved, or another post of it was used up, while verifying.
+    return this.#spent(payload, nowMs) ? "challenge_failed" : "passed";
   }
+
+  /**
+   * Uses up a solution {@linkcode Altcha.check} passed, for a valid submission: `passed` once,
+   * then `challenge_failed`; `challenge_unavailable` when the set of used solutions is full of
+   * unexpired ones (told to `onFull` at most once a minute). Synchronous: look-up and record
+   * happen together.
+   */
+  consume(value: unknown, nowMs: number): ChallengeVerdict {
+    const payload = decodePayload(value);
+    if (payload === undefined || this.#spent(payload, nowMs)) return "challenge_failed";
+    if (this.#used.add(payload.signature, expiresMs(payload), nowMs)) return "passed";
+    if (nowMs - this.#lastFullWarningMs >= FULL_WARNING_INTERVAL_MS) {
+      this.#lastFullWarningMs = nowMs;
+      this.#onFull?.();
+    }
+    return "challenge_unavailable";
+  }
+
+  /**
+   * Expired or already used. Expired when its expiry is not after `nowMs` nor after the system
+   * clock (altcha-lib refuses only past the expiry; the replay set forgets at it, so the expiry
+   * millisecond itself must be refused here). The signature covers the challenge, which covers
+   * the salt (and so the expiry): it names the challenge, and each is accepted once, however its
+   * number is written.
+   */
+  #spent(payload: AltchaPayload, nowMs: number): boolean {
+    return expiresMs(payload) <= Math.max(nowMs, Date.now()) ||
+      this.#used.has(payload.signature, nowMs);
+  }
+}
+
+/** The expiry a payload's salt carries (`?expires=` seconds), in ms since the epoch. */
+function expiresMs(payload: AltchaPayload): number {
+  return Number(new URLSearchParams(payload.salt.split("?")[1] ?? "").get("expires")) * 1000;
 }
 
 /** A decoded `altcha` payload, shaped as altcha-lib's `verifySolution` takes it. */

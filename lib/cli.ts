@@ -56,7 +56,7 @@ const SETTING_HELP: Record<SettingName, string> = {
   SERVE_EXAMPLE: "1 serves examples/contact.html at / for trying contactd out (not in the binary)",
   CHALLENGE: "spam challenge a POST must pass: none, altcha (self-hosted) or turnstile",
   CHALLENGE_SECRET:
-    "altcha: HMAC key, >= 43 chars of base64/hex; turnstile: secret key; never printed",
+    "altcha: HMAC key, >= 32 bytes: 43+ base64 or 64+ hex chars; turnstile: secret key; never printed",
   TURNSTILE_VERIFY_URL: "Turnstile siteverify URL (CHALLENGE=turnstile)",
 };
 

@@ -198,8 +198,12 @@ export interface ParseOptions {
   readonly requireSecrets?: boolean;
 }
 
-/** Base64, base64url or hex of at least 32 random bytes (`openssl rand -base64 32`: 44). */
+/**
+ * At least 32 random bytes: hex (only `0-9a-f`, either case) of at least 64 characters
+ * (`openssl rand -hex 32`), else base64 or base64url of at least 43 (`openssl rand -base64 32`: 44).
+ */
 const ALTCHA_SECRET = /^[A-Za-z0-9+/=_-]{43,512}$/;
+const HEX = /^[0-9a-f]+$/i;
 /** Cloudflare's secret keys (`0x4AAA…`, test keys `1x0000…`). */
 const TURNSTILE_SECRET = /^[A-Za-z0-9._-]{16,256}$/;
 
@@ -225,11 +229,14 @@ function parseChallenge(
     );
   }
   // Never echo the value: it is a secret, even when malformed.
-  if (kind === "altcha" && secret !== "" && !ALTCHA_SECRET.test(secret)) {
+  if (
+    kind === "altcha" && secret !== "" &&
+    (!ALTCHA_SECRET.test(secret) || (HEX.test(secret) && secret.length < 64))
+  ) {
     throw new ConfigError(
       "CHALLENGE_SECRET",
-      `"CHALLENGE_SECRET" must be at least 43 characters of base64 or hex (32 random bytes: ` +
-        `openssl rand -base64 32) when CHALLENGE=altcha`,
+      `"CHALLENGE_SECRET" must be 32 random bytes or more when CHALLENGE=altcha: at least 43 ` +
+        `base64 characters (openssl rand -base64 32) or 64 hex characters (openssl rand -hex 32)`,
     );
   }
   if (kind === "turnstile" && secret !== "" && !TURNSTILE_SECRET.test(secret)) {

@@ -7,7 +7,7 @@ import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
 import { accept, type AcceptDeps } from "./accept.ts";
 import { formatTimestamp } from "./backup.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
-import type { ChallengeGate } from "./challenge.ts";
+import type { ChallengeGate, ChallengeVerdict } from "./challenge.ts";
 import { clientAddress, type RealIpHeader } from "./client_address.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { parseFormPost } from "./form_post.ts";
@@ -165,12 +165,13 @@ function withinBody(
   // A body that could not be decoded has no proof to check: its 400 comes first.
   if (gate !== undefined && !(parsed.kind === "invalid" && UNDECODED.has(parsed.code))) {
     return gate.check(proof, context.ip, context.nowMs).then((verdict) => {
-      if (verdict === "passed") return afterChallenge(deps, parsed, answers, context);
+      const consume = () => gate.consume?.(proof, context.nowMs) ?? "passed";
+      if (verdict === "passed") return afterChallenge(deps, parsed, answers, context, consume);
       outcome(deps.log, ERRORS[verdict].status, verdict);
       return answers.error(verdict);
     }).catch((error) => internalError(deps.log, context.request, error));
   }
-  return afterChallenge(deps, parsed, answers, context);
+  return afterChallenge(deps, parsed, answers, context, () => "passed");
 }
 
 /** Refusals of a body whose fields could not be read at all: they come before the challenge. */
@@ -180,17 +181,26 @@ const UNDECODED: ReadonlySet<ErrorCode> = new Set([
   "invalid_body",
 ]);
 
-/** Validation, then {@linkcode accept}. */
+/**
+ * Validation, then the proof is used up (`consume`: only a valid submission spends it, so posts
+ * refused here cannot fill the replay set), then {@linkcode accept}.
+ */
 function afterChallenge(
   deps: ContactDeps,
   parsed: SubmissionResult,
   answers: Answers,
   context: Context,
+  consume: () => ChallengeVerdict,
 ): Response | Promise<Response> {
   if (parsed.kind === "honeypot") return answers.success(); // answered before; for the types
   if (parsed.kind === "invalid") {
     outcome(deps.log, 400, parsed.code);
     return answers.error(parsed.code, parsed); // its field and sentence, if any
+  }
+  const consumed = consume();
+  if (consumed !== "passed") {
+    outcome(deps.log, ERRORS[consumed].status, consumed);
+    return answers.error(consumed);
   }
   const { ip, nowMs, request } = context;
   const ts = formatTimestamp(new Date(nowMs));

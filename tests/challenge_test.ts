@@ -42,11 +42,42 @@ Deno.test("ALTCHA: a solved challenge passes once; the same solution again fails
   const altcha = gate();
   const payload = await solve((await altcha.issue(Date.now())) as IssuedChallenge);
   assert.equal(await altcha.check(payload, "198.51.100.1", Date.now()), "passed");
+  assert.equal(altcha.consume(payload, Date.now()), "passed");
   assert.equal(await altcha.check(payload, "198.51.100.1", Date.now()), "challenge_failed");
+  assert.equal(altcha.consume(payload, Date.now()), "challenge_failed");
   // Nor with the number written differently (the challenge is what is used up).
   const json = JSON.parse(atob(payload));
   const padded = btoa(JSON.stringify({ ...json, number: json.number + 0.0, took: 1 }));
   assert.equal(await altcha.check(padded, "198.51.100.2", Date.now()), "challenge_failed");
+});
+
+Deno.test("ALTCHA: a solution checked but not consumed is not used up; consume is once only", async () => {
+  const altcha = gate();
+  const payload = await solve((await altcha.issue(Date.now())) as IssuedChallenge);
+  assert.equal(await altcha.check(payload, "198.51.100.1", Date.now()), "passed");
+  assert.equal(await altcha.check(payload, "198.51.100.1", Date.now()), "passed");
+  // Two checks passed at once (two posts of one solution): only the first consume wins.
+  assert.deepEqual([altcha.consume(payload, Date.now()), altcha.consume(payload, Date.now())], [
+    "passed",
+    "challenge_failed",
+  ]);
+  assert.equal(altcha.consume("garbage", Date.now()), "challenge_failed");
+});
+
+Deno.test("ALTCHA: at its expiry millisecond a used solution is refused, not forgotten and passed again", async () => {
+  const altcha = gate();
+  const payload = await solve((await altcha.issue(Date.now())) as IssuedChallenge);
+  const expires = Number(/expires=(\d+)/.exec(JSON.parse(atob(payload)).salt)?.[1]) * 1000;
+  assert.equal(await altcha.check(payload, "198.51.100.1", Date.now()), "passed");
+  assert.equal(altcha.consume(payload, Date.now()), "passed");
+  // The replay set forgets it at `expires`; altcha-lib (system clock) still accepts it then.
+  assert.equal(await altcha.check(payload, "198.51.100.1", expires), "challenge_failed");
+  assert.equal(altcha.consume(payload, expires), "challenge_failed");
+  // Unused, it is refused at that millisecond too, and passes one before it.
+  const fresh = await solve((await altcha.issue(Date.now())) as IssuedChallenge);
+  const freshExpires = Number(/expires=(\d+)/.exec(JSON.parse(atob(fresh)).salt)?.[1]) * 1000;
+  assert.equal(await altcha.check(fresh, "198.51.100.1", freshExpires), "challenge_failed");
+  assert.equal(await altcha.check(fresh, "198.51.100.1", freshExpires - 1), "passed");
 });
 
 Deno.test("ALTCHA: a missing or blank solution is challenge_required, garbage is challenge_failed", async () => {
@@ -68,6 +99,7 @@ Deno.test("ALTCHA: an expired challenge fails even when solved", async () => {
   // The same kind of challenge issued now passes: only the expiry differs.
   const fresh = await solve((await altcha.issue(Date.now())) as IssuedChallenge);
   assert.equal(await altcha.check(fresh, "198.51.100.1", Date.now()), "passed");
+  assert.equal(altcha.consume(payload, Date.now()), "challenge_failed");
 });
 
 Deno.test("ALTCHA: a challenge signed with another secret fails", async () => {
@@ -99,6 +131,7 @@ Deno.test("ALTCHA: a tampered number, signature or salt fails", async () => {
   }
   // Untampered, the same payload still passes: the refusals above used nothing up.
   assert.equal(await altcha.check(payload, "198.51.100.1", Date.now()), "passed");
+  assert.equal(altcha.consume(payload, Date.now()), "passed");
 });
 
 Deno.test("ALTCHA: a challenge of another algorithm (SHA-1, cheaper to solve) fails", async () => {
@@ -135,18 +168,33 @@ Deno.test("ALTCHA: issued challenges are SHA-256, signed, expire in 10 minutes, 
 });
 
 Deno.test("ALTCHA: when the set of used solutions is full of unexpired ones, a new solution is 503, not forgotten", async () => {
-  const altcha = new Altcha({ secret: SECRET, maxNumber: MAX, replayCapacity: 2 });
+  let warnings = 0;
+  const altcha = new Altcha({
+    secret: SECRET,
+    maxNumber: MAX,
+    replayCapacity: 2,
+    onFull: () => warnings++,
+  });
   const now = Date.now();
   const payloads = [];
   for (let i = 0; i < 4; i++) {
     payloads.push(await solve(await altcha.issue(now) as IssuedChallenge));
   }
-  assert.equal(await altcha.check(payloads[0], "198.51.100.1", now), "passed");
-  assert.equal(await altcha.check(payloads[1], "198.51.100.1", now), "passed");
-  assert.equal(await altcha.check(payloads[2], "198.51.100.1", now), "challenge_unavailable");
+  for (const payload of payloads) {
+    assert.equal(await altcha.check(payload, "198.51.100.1", now), "passed");
+  }
+  assert.equal(altcha.consume(payloads[0], now), "passed");
+  assert.equal(altcha.consume(payloads[1], now), "passed");
+  assert.equal(altcha.consume(payloads[2], now), "challenge_unavailable");
   // The first two are still refused as used.
   assert.equal(await altcha.check(payloads[0], "198.51.100.1", now), "challenge_failed");
-  assert.equal(await altcha.check(payloads[1], "198.51.100.1", now), "challenge_failed");
+  assert.equal(altcha.consume(payloads[1], now), "challenge_failed");
+  // Told once, not per refusal: again only a minute later.
+  assert.equal(altcha.consume(payloads[3], now + 1_000), "challenge_unavailable");
+  assert.equal(altcha.consume(payloads[2], now + 59_999), "challenge_unavailable");
+  assert.equal(warnings, 1);
+  assert.equal(altcha.consume(payloads[3], now + 60_000), "challenge_unavailable");
+  assert.equal(warnings, 2);
 });
 
 Deno.test("replay set: never holds more than its capacity; expired keys make room", () => {
@@ -211,6 +259,35 @@ Deno.test("POST /api/contact with CHALLENGE=altcha: a solved challenge is accept
   assert.equal(state.lines.length, 1);
   assert.equal(state.texts.length, 1);
   assert.ok(!state.lines[0]!.includes("altcha") && !state.lines[0]!.includes(altcha.slice(0, 20)));
+});
+
+Deno.test("POST /api/contact with CHALLENGE=altcha: a post refused by validation does not use up its solution", async () => {
+  const { state, handler } = altchaSetup();
+  const altcha = await solve(await (await fetchChallenge(handler)).json());
+  const empty = await handler(post({ message: "", altcha }), PEER);
+  assert.equal(empty.status, 400);
+  assert.equal((await empty.json()).error, "field_required");
+  const tooLong = await handler(postForm({ message: "x".repeat(5000), altcha }), PEER);
+  assert.equal(tooLong.status, 400);
+  await tooLong.body?.cancel();
+  assert.equal(state.lines.length, 0);
+  const valid = await handler(post({ message: "hello", altcha }), PEER);
+  assert.equal(valid.status, 200);
+  const again = await handler(post({ message: "hello", altcha }), PEER);
+  assert.equal((await again.json()).error, "challenge_failed");
+  assert.equal(state.lines.length, 1);
+});
+
+Deno.test("POST /api/contact with CHALLENGE=altcha: two concurrent posts of one solution: one 200, one 403", async () => {
+  const { state, handler } = altchaSetup();
+  const altcha = await solve(await (await fetchChallenge(handler)).json());
+  const answers = await Promise.all([
+    handler(post({ message: "first", altcha }, {}, "198.51.100.31"), PEER),
+    handler(post({ message: "second", altcha }, {}, "198.51.100.32"), PEER),
+  ]);
+  assert.deepEqual(answers.map((answer) => answer.status).sort(), [200, 403]);
+  await Promise.all(answers.map((answer) => answer.body?.cancel()));
+  assert.equal(state.lines.length, 1);
 });
 
 Deno.test("POST /api/contact with CHALLENGE=altcha: missing is 403 challenge_required, nothing stored, sent or logged one line each", async () => {
@@ -306,7 +383,7 @@ Deno.test("GET /api/challenge: 404 without CHALLENGE=altcha; 405 for POST; CORS 
 
 // Settings and permissions.
 
-Deno.test("CHALLENGE: none by default; altcha needs a secret of at least 43 base64/hex characters; turnstile a secret key", () => {
+Deno.test("CHALLENGE: none by default; altcha needs 32 random bytes (43 base64 or 64 hex characters); turnstile a secret key", () => {
   assert.deepEqual(parseConfig({}).challenge, { kind: "none" });
   assert.deepEqual(parseConfig({ CHALLENGE: "altcha", CHALLENGE_SECRET: SECRET }).challenge, {
     kind: "altcha",
@@ -333,6 +410,18 @@ Deno.test("CHALLENGE: none by default; altcha needs a secret of at least 43 base
   refused({ CHALLENGE: "altcha" }, "CHALLENGE_SECRET");
   refused({ CHALLENGE: "altcha", CHALLENGE_SECRET: "a".repeat(42) }, "CHALLENGE_SECRET");
   refused({ CHALLENGE: "altcha", CHALLENGE_SECRET: "a b".repeat(20) }, "CHALLENGE_SECRET");
+  // Hex carries 4 bits a character: 43 of them are about 21 bytes, so hex needs 64.
+  const hex32 = "0123456789abcdef".repeat(4);
+  for (const short of [hex32.slice(0, 43), hex32.slice(0, 63), hex32.slice(0, 63).toUpperCase()]) {
+    refused({ CHALLENGE: "altcha", CHALLENGE_SECRET: short }, "CHALLENGE_SECRET");
+  }
+  for (const enough of [hex32, hex32.toUpperCase(), "Zm9v".repeat(10) + "YmE"]) {
+    assert.equal(
+      parseConfig({ CHALLENGE: "altcha", CHALLENGE_SECRET: enough }).challenge.kind,
+      "altcha",
+      enough,
+    );
+  }
   refused({ CHALLENGE: "turnstile" }, "CHALLENGE_SECRET");
   refused({ CHALLENGE: "turnstile", CHALLENGE_SECRET: "0x4AAA,evil" }, "CHALLENGE_SECRET");
   refused(

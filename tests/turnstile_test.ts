@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Turnstile } from "../lib/turnstile.ts";
+import { isTurnstileTestSecret, Turnstile } from "../lib/turnstile.ts";
 
 const SECRET = "0x4AAAAAAATestSecretKeyValue";
 const URL_ = "http://127.0.0.1:9/siteverify";
@@ -98,5 +98,44 @@ Deno.test("Turnstile: non-JSON, a 5xx, an answer without success, a huge answer 
     assert.equal(await turnstile.check("token", "203.0.113.7", 0), "challenge_unavailable", reason);
     assert.deepEqual(outages, [reason]);
     assert.ok(!outages.join().includes(SECRET));
+  }
+});
+
+Deno.test("Turnstile: beyond 32 verifications in flight a token is challenge_unavailable at once, nothing asked", async () => {
+  const waiting: Array<() => void> = [];
+  let held = true;
+  const { turnstile, calls, outages } = gate(() =>
+    held
+      ? new Promise<Response>((resolve) => waiting.push(() => resolve(json({ success: true }))))
+      : json({ success: true })
+  );
+  const pending = Array.from({ length: 32 }, () => turnstile.check("token", "203.0.113.7", 0));
+  assert.equal(await turnstile.check("token", "203.0.113.8", 0), "challenge_unavailable");
+  assert.equal(calls.length, 32);
+  assert.deepEqual(outages, []);
+  held = false;
+  for (const release of waiting) release();
+  assert.deepEqual(new Set(await Promise.all(pending)), new Set(["passed"]));
+  // Finished verifications free their places, failed ones too.
+  const after = gate(() => Promise.reject(new TypeError("connection refused")));
+  for (let i = 0; i < 40; i++) {
+    assert.equal(await after.turnstile.check("t", "203.0.113.9", 0), "challenge_unavailable");
+  }
+  assert.equal(after.calls.length, 40);
+  assert.equal(await turnstile.check("token", "203.0.113.8", 0), "passed");
+});
+
+Deno.test("Turnstile: Cloudflare's three test secret keys are recognised, real-looking keys are not", () => {
+  for (const key of ["1x", "2x", "3x"]) {
+    assert.ok(isTurnstileTestSecret(`${key}0000000000000000000000000000000AA`), key);
+  }
+  for (
+    const key of [
+      SECRET,
+      "4x0000000000000000000000000000000AA",
+      "1x0000000000000000000000000000000AB",
+    ]
+  ) {
+    assert.equal(isTurnstileTestSecret(key), false, key);
   }
 });

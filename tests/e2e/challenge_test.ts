@@ -240,3 +240,62 @@ Deno.test("e2e: CHALLENGE=turnstile: a siteverify that is down is 503 challenge_
     await challenge.body?.cancel();
   });
 });
+
+Deno.test("e2e: CHALLENGE=turnstile with a Cloudflare test secret key starts with one warning", async () => {
+  const testKey = "1x0000000000000000000000000000000AA";
+  const down = `http://127.0.0.1:${freePort()}/siteverify`;
+  for (const [secret, warned] of [[testKey, 1], [TURNSTILE_SECRET, 0]] as const) {
+    await withService({
+      CHALLENGE: "turnstile",
+      CHALLENGE_SECRET: secret,
+      TURNSTILE_VERIFY_URL: down,
+    }, async (service) => {
+      // Serving (and its signal handlers installed) before it is stopped.
+      const health = await fetch(`${service.url}/api/health`);
+      assert.equal(health.status, 200);
+      await health.body?.cancel();
+      const warnings = service.logs().filter((line) => line.event === "challenge_test_secret");
+      assert.equal(warnings.length, warned, secret);
+      // (Its `setting` field is not compared: the fake bot token "…AAE_secret…" redacts part.)
+      if (warned) assert.equal(warnings[0]!.level, "warn");
+      await assertSecretKept(service, secret);
+    });
+  }
+});
+
+Deno.test("e2e: the module graph of main.ts imports altcha-lib statically (what deno compile bundles)", async () => {
+  const pinned = /npm:(altcha-lib@[^/"]+)/.exec(await Deno.readTextFile("deno.json"))?.[1];
+  assert.ok(pinned !== undefined, "deno.json pins altcha-lib");
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "main.ts"],
+    env: { NO_COLOR: "1" },
+  }).output();
+  assert.equal(code, 0, new TextDecoder().decode(stderr));
+  interface Dependency {
+    code?: { specifier?: string };
+    isDynamic?: boolean;
+  }
+  const graph = JSON.parse(new TextDecoder().decode(stdout)) as {
+    roots: string[];
+    modules: Array<{ specifier: string; dependencies?: Dependency[] }>;
+    npmPackages: Record<string, unknown>;
+  };
+  assert.ok(Object.hasOwn(graph.npmPackages, pinned), Object.keys(graph.npmPackages).join());
+  // Only static imports from main.ts: a dynamic import() would not be bundled by deno compile.
+  const modules = new Map(graph.modules.map((module) => [module.specifier, module]));
+  const reached = new Set<string>();
+  const queue = [...graph.roots];
+  while (queue.length > 0) {
+    const specifier = queue.pop()!;
+    if (reached.has(specifier)) continue;
+    reached.add(specifier);
+    for (const dependency of modules.get(specifier)?.dependencies ?? []) {
+      const target = dependency.code?.specifier;
+      if (target !== undefined && dependency.isDynamic !== true) queue.push(target);
+    }
+  }
+  assert.ok(
+    [...reached].some((specifier) => specifier.startsWith(`npm:${pinned}`)),
+    `npm:${pinned} not statically reached from main.ts`,
+  );
+});
