@@ -178,8 +178,18 @@ export function parseConfig(
     challenge: parseChallenge(get, options),
     trustedProxies: parseTrustedProxies(get("TRUSTED_PROXIES") ?? DEFAULTS.TRUSTED_PROXIES),
     realIpHeader: parseRealIpHeader(get("REAL_IP_HEADER") ?? DEFAULTS.REAL_IP_HEADER),
-    timeoutMs: parseTimeout(get("MESSENGER_TIMEOUT_MS") ?? DEFAULTS.MESSENGER_TIMEOUT_MS),
-    deliveryWaitMs: parseDeliveryWait(get("DELIVERY_WAIT_MS") ?? DEFAULTS.DELIVERY_WAIT_MS),
+    timeoutMs: parseMilliseconds(
+      "MESSENGER_TIMEOUT_MS",
+      get("MESSENGER_TIMEOUT_MS") ?? DEFAULTS.MESSENGER_TIMEOUT_MS,
+      100,
+      120_000,
+    ),
+    deliveryWaitMs: parseMilliseconds(
+      "DELIVERY_WAIT_MS",
+      get("DELIVERY_WAIT_MS") ?? DEFAULTS.DELIVERY_WAIT_MS,
+      1000,
+      30_000,
+    ),
     deliveryMaxAgeMs: parseDuration(
       "DELIVERY_MAX_AGE",
       get("DELIVERY_MAX_AGE") ?? DEFAULTS.DELIVERY_MAX_AGE,
@@ -308,27 +318,17 @@ function parseApiUrl(
   return url.href.replace(/\/+$/, "");
 }
 
-function parseTimeout(text: string): number {
-  const ms = Number(text);
-  if (!/^\d{1,6}$/.test(text) || ms < 100 || ms > 120_000) {
-    throw new ConfigError(
-      "MESSENGER_TIMEOUT_MS",
-      `"MESSENGER_TIMEOUT_MS" must be a whole number of milliseconds between 100 and 120000`,
-    );
-  }
-  return ms;
-}
-
 /**
- * The caller's wait: at least a second (a delivery takes a round trip), at most 30 s, well under
- * the reverse proxy's 60 s read timeout (a sender must get contactd's answer, not the proxy's 504).
+ * A whole number of milliseconds from `min` to `max`. `DELIVERY_WAIT_MS` is at least a second (a
+ * delivery takes a round trip) and at most 30 s, well under the reverse proxy's 60 s read timeout
+ * (a sender must get contactd's answer, not the proxy's 504).
  */
-function parseDeliveryWait(text: string): number {
+function parseMilliseconds(setting: SettingName, text: string, min: number, max: number): number {
   const ms = Number(text);
-  if (!/^\d{1,5}$/.test(text) || ms < 1000 || ms > 30_000) {
+  if (!/^\d{1,9}$/.test(text) || ms < min || ms > max) {
     throw new ConfigError(
-      "DELIVERY_WAIT_MS",
-      `"DELIVERY_WAIT_MS" must be a whole number of milliseconds between 1000 and 30000`,
+      setting,
+      `"${setting}" must be a whole number of milliseconds between ${min} and ${max}`,
     );
   }
   return ms;
