@@ -182,23 +182,9 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
       return new Response(null, { status: 500 });
     },
   };
-  let server: KeptServing;
-  try {
-    // Out of descriptors, Deno's accept loop ends: listen again rather than end the process.
-    server = keepServing({
-      first: Deno.serve(serveOptions, handler),
-      start: () => Deno.serve({ ...serveOptions, onListen: () => {} }, handler),
-      log,
-      now: () => performance.now(),
-      sleep: pause,
-    });
-  } catch (error) {
-    log("error", { event: "listen_failed", error: describeError(error) });
-    queue?.close();
-    await closeFiles();
-    return 1;
-  }
-
+  // Listening for signals before the port is: a stop that comes with the first "listening" line
+  // is graceful too.
+  let server: KeptServing | undefined;
   let stopping = false;
   const stop = (signal: Deno.Signal | "stdin_eof") => {
     if (stopping) return;
@@ -208,7 +194,7 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
     // outbox for the next start. shutdown() stops accepting and waits for in-flight requests
     // (and their records).
     queue?.close();
-    server.shutdown();
+    server?.shutdown();
   };
   // SIGHUP stops gracefully too (decided, not ignored): it means the terminal or session that
   // started the service is gone, and there is nothing to reload (settings and permissions are
@@ -228,6 +214,23 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
       stop("stdin_eof");
     })();
   }
+  try {
+    // Out of descriptors, Deno's accept loop ends: listen again rather than end the process.
+    server = keepServing({
+      first: Deno.serve(serveOptions, handler),
+      start: () => Deno.serve({ ...serveOptions, onListen: () => {} }, handler),
+      log,
+      now: () => performance.now(),
+      sleep: pause,
+    });
+  } catch (error) {
+    log("error", { event: "listen_failed", error: describeError(error) });
+    queue?.close();
+    await closeFiles();
+    return 1;
+  }
+
+  if (stopping) server.shutdown();
   // A file-size limit (RLIMIT_FSIZE, systemd LimitFSIZE=) must fail the write, not kill the
   // process: with SIGXFSZ handled, the write returns EFBIG and the answer stays honest.
   for (const signal of signals.ignore) Deno.addSignalListener(signal, () => {});

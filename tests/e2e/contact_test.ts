@@ -251,3 +251,15 @@ Deno.test("e2e: an unopenable backup file stops start-up with a clear error", as
   assert.equal(log.event, "backup_open_failed");
   assert.match(log.error, /NotFound/);
 });
+
+Deno.test("e2e: SIGTERM the moment it says 'listening' stops it gracefully, exit 0", async () => {
+  for (let i = 0; i < 5; i++) {
+    const service = await startService({});
+    try {
+      assert.equal(await service.stop("SIGTERM"), 0);
+      assert.ok(service.logs().some((log) => log.event === "stopped"));
+    } finally {
+      await Deno.remove(service.dir, { recursive: true });
+    }
+  }
+});
