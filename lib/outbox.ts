@@ -124,8 +124,12 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
   let refilling: Promise<void> | undefined;
   /** While a refill runs: the first offset of an add put to the tail meanwhile. */
   let addedDuringRefill = Infinity;
-  /** Entries a refill read in, and up to which offset it had read the file. */
-  const readUpTo = new WeakMap<OutboxEntry, number>();
+  /**
+   * Entries a refill read in: up to which offset it had read the file, and which file (each
+   * compaction starts a new one, `generation`): a line written to a later file came after.
+   */
+  const readUpTo = new WeakMap<OutboxEntry, { generation: number; offset: number }>();
+  let generation = 0;
   /**
    * Changes to submissions not in the window, written while a refill ran and finished before it
    * read them in: applied once it has (their lines came after what it read).
@@ -224,7 +228,7 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         if (entry.done === false) scan.moved++;
         else if (!atStart) continue;
         hold(entry);
-        readUpTo.set(entry, scan.end);
+        readUpTo.set(entry, { generation, offset: scan.end });
       }
       for (const entry of unrecorded.values()) {
         hold(entry);
@@ -266,8 +270,11 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
    */
   const missedThenRead = (id: string, offset: number): OutboxEntry | undefined => {
     const entry = entries.get(id);
-    const upTo = entry === undefined ? undefined : readUpTo.get(entry);
-    return upTo !== undefined && upTo <= offset ? entry : undefined;
+    const read = entry === undefined ? undefined : readUpTo.get(entry);
+    if (read === undefined) return undefined;
+    // `offset` is in the file of now: a compaction in between (which copied the entry from memory,
+    // without this change) means the line came after what was read.
+    return read.generation !== generation || read.offset <= offset ? entry : undefined;
   };
 
   /**
@@ -482,6 +489,7 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         // Both files are whole: a crash before the rename keeps the old one, after it the new.
         await Deno.rename(temporary, path);
         renamed = true;
+        generation++;
         await syncDirectory(path);
         reader.close();
         reader = await Deno.open(path, { read: true });

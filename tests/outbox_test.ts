@@ -446,3 +446,68 @@ Deno.test("changes to submissions on disk made while the window refills are neve
     await outbox.close();
     assert.equal((await loadOutbox(path)).entries.size, 0);
   }));
+
+Deno.test("a change missed by a refill and written only after a compaction is still applied", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path, { window: 2 });
+    const [a, b, late] = [submission(), submission(), submission("on disk")];
+    for (const s of [a, b]) {
+      await outbox.add(s);
+      await outbox.recorded(s.id, 502);
+    }
+    await outbox.add(late); // the window is full: on disk only
+    await outbox.recorded(late.id, 502);
+    // Hold the refill at the end of its scan, and the change's write at its identity check.
+    const file = Deno.FsFile.prototype as unknown as { read: (...args: unknown[]) => unknown };
+    const read = file.read;
+    const stat = Deno.stat;
+    const hold = () => {
+      let release = () => {};
+      let reached = () => {};
+      const at = new Promise<void>((resolve) => (reached = resolve));
+      const held = new Promise<void>((resolve) => (release = resolve));
+      return { at, held, reached: () => reached(), release: () => release() };
+    };
+    const scan = hold();
+    const write = hold();
+    let scanArmed = true;
+    let writeArmed = false;
+    file.read = async function (this: unknown, ...args: unknown[]) {
+      const got = await read.apply(this, args);
+      if (scanArmed && got === null) {
+        scanArmed = false;
+        scan.reached();
+        await scan.held;
+      }
+      return got;
+    };
+    (Deno as { stat: typeof Deno.stat }).stat = async (target) => {
+      if (writeArmed) {
+        writeArmed = false;
+        write.reached();
+        await write.held;
+      }
+      return await stat(target);
+    };
+    try {
+      const refilled = deliver(outbox, a.id); // one left pending: the window refills
+      await scan.at;
+      writeArmed = true;
+      const failed = outbox.failed(late.id, "2026-11-22T14:05:00Z", "timeout"); // not held yet
+      await write.at;
+      scan.release();
+      await refilled; // the refill read `late` in, without the failure
+      assert.equal(outbox.get(late.id)?.attempts, 0);
+      const compacted = outbox.compact();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      write.release(); // the failure is written to the compacted file
+      await Promise.all([compacted, failed]);
+    } finally {
+      file.read = read;
+      (Deno as { stat: typeof Deno.stat }).stat = stat;
+    }
+    assert.equal(outbox.get(late.id)?.attempts, 1);
+    assert.equal(outbox.get(late.id)?.lastError, "timeout");
+    await outbox.close();
+    assert.equal((await loadOutbox(path)).entries.get(late.id)?.attempts, 1);
+  }));
