@@ -292,8 +292,7 @@ export class DeliveryQueue {
     const id = entry.id;
     const age = clock.wallNow() - Date.parse(entry.ts);
     if (age > maxAgeMs) {
-      this.#forget(id);
-      await store.done(id, this.#wallTs(), "given_up");
+      await this.#done(id, "given_up");
       log("warn", {
         event: "delivery_given_up",
         id,

@@ -242,13 +242,18 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
    * meanwhile (a line written after the scan read that far is applied by its writer, see
    * `missedThenRead`); a compaction waits for it.
    */
-  const refill = () => {
-    if (closed || gate !== undefined || refilling !== undefined || scanFrom === Infinity) return;
-    if (windowPending > capacity / 2) return;
+  const wanted = () =>
+    !closed && gate === undefined && refilling === undefined && scanFrom !== Infinity &&
+    windowPending <= capacity / 2;
+  const refill = async (): Promise<void> => {
+    if (!wanted()) return refilling;
+    // Every tail add so far has its offset. Not as `refilling`: a write may be healing the file
+    // by a compaction, which waits for refills.
+    await Promise.allSettled(writes);
+    if (!wanted()) return refilling;
     addedDuringRefill = Infinity;
     refilling = (async () => {
       try {
-        await Promise.allSettled(writes); // every tail add so far has its offset
         const scan = await scanTail(scanFrom, false);
         tailPending = scan.stopAt === undefined ? 0 : Math.max(0, tailPending - scan.moved);
         scanFrom = Math.min(scan.stopAt ?? Infinity, addedDuringRefill);
@@ -433,7 +438,9 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
       await change(id, line, entry !== undefined, (late) => {
         if (late.done === false) setDone(late, result);
       });
-      await refill();
+      // Its line is written: a refill that fails (it is tried again by the next done or
+      // compaction) does not make this one fail.
+      await refill().catch(() => {});
       maybeCompact();
     },
     async read(id) {
@@ -516,6 +523,7 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         }
         gate = undefined;
         release();
+        refill().catch(() => {}); // one skipped while this ran
       }
     },
     async close() {

@@ -511,3 +511,87 @@ Deno.test("a change missed by a refill and written only after a compaction is st
     await outbox.close();
     assert.equal((await loadOutbox(path)).entries.get(late.id)?.attempts, 1);
   }));
+
+Deno.test("an outbox removed under the service heals while a refill waits for the healing write: nothing hangs", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path, { window: 2 });
+    const [a, b, late] = [submission(), submission(), submission()];
+    for (const s of [a, b, late]) {
+      await outbox.add(s);
+      await outbox.recorded(s.id, 502);
+    }
+    await Deno.remove(path);
+    // The next add's identity check answers late: it is a write under way when done() refills.
+    const stat = Deno.stat;
+    let armed = true;
+    let release = () => {};
+    let reached = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const at = new Promise<void>((resolve) => (reached = resolve));
+    (Deno as { stat: typeof Deno.stat }).stat = (target) => {
+      const result = stat(target);
+      result.catch(() => {});
+      if (!armed) return result;
+      armed = false;
+      reached();
+      return held.then(() => result);
+    };
+    try {
+      const added = outbox.add(submission());
+      await at;
+      const done = outbox.done(a.id, "2026-11-22T14:05:00Z", "delivered"); // heals, then refills
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      const outcome = await Promise.race([
+        Promise.all([added, done]).then(() => "settled"),
+        new Promise((resolve) => setTimeout(() => resolve("hung"), 3000)),
+      ]);
+      assert.equal(outcome, "settled");
+    } finally {
+      (Deno as { stat: typeof Deno.stat }).stat = stat;
+    }
+    assert.ok(outbox.get(late.id), "the one on disk was read in");
+    await outbox.close();
+  }));
+
+Deno.test("a refill skipped while a compaction ran is made once it is over", () =>
+  withDir(async (path) => {
+    const outbox = await openOutbox(path, { window: 1 });
+    const [a, late] = [submission(), submission()];
+    for (const s of [a, late]) {
+      await outbox.add(s);
+      await outbox.recorded(s.id, 502);
+    }
+    // Hold the sync of done(a)'s line while a compaction begins.
+    const file = Deno.FsFile.prototype as unknown as { syncData: () => Promise<void> };
+    const sync = file.syncData;
+    let armed = true;
+    let release = () => {};
+    let reached = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const at = new Promise<void>((resolve) => (reached = resolve));
+    file.syncData = async function (this: Deno.FsFile) {
+      if (armed) {
+        armed = false;
+        reached();
+        await held;
+      }
+      return await sync.call(this);
+    };
+    try {
+      const done = outbox.done(a.id, "2026-11-22T14:05:00Z", "delivered");
+      await at;
+      const compacted = outbox.compact();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      release();
+      await Promise.all([done, compacted]);
+    } finally {
+      file.syncData = sync;
+    }
+    const deadline = Date.now() + 2000;
+    while (outbox.get(late.id) === undefined && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.ok(outbox.get(late.id), "the submission on disk is read into the empty window");
+    await outbox.close();
+  }));
