@@ -272,6 +272,36 @@ Deno.test("an outbox whose directory is gone refuses appends until it is back, t
   }
 });
 
+/**
+ * Holds one call of a patched I/O function: the first {@linkcode Latch.pass} while armed waits
+ * until `release()`; `at` resolves once a call is held. The tests use it to stop the outbox at
+ * one exact await and run something else there.
+ */
+interface Latch {
+  readonly at: Promise<void>;
+  release(): void;
+  arm(): void;
+  pass(when?: boolean): Promise<void>;
+}
+
+function latch(armed = true): Latch {
+  let release = () => {};
+  let reached = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const at = new Promise<void>((resolve) => (reached = resolve));
+  return {
+    at,
+    release: () => release(),
+    arm: () => void (armed = true),
+    async pass(when = true) {
+      if (!armed || !when) return;
+      armed = false;
+      reached();
+      await held;
+    },
+  };
+}
+
 /** Delivers and records `id`, as the queue and the answer do. */
 async function deliver(outbox: Awaited<ReturnType<typeof openOutbox>>, id: string) {
   await outbox.recorded(id, 502);
@@ -399,23 +429,15 @@ Deno.test("changes to submissions on disk made while the window refills are neve
     // callers finish: their lines land after what the scan saw.
     const file = Deno.FsFile.prototype as unknown as { read: (...args: unknown[]) => unknown };
     const read = file.read;
-    let release = () => {};
-    let reached = () => {};
-    const reading = new Promise<void>((resolve) => (reached = resolve));
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let armed = true;
+    const scan = latch();
     file.read = async function (this: unknown, ...args: unknown[]) {
       const got = await read.apply(this, args);
-      if (armed && got === null) {
-        armed = false;
-        reached();
-        await held;
-      }
+      await scan.pass(got === null);
       return got;
     };
     try {
       const refilled = deliver(outbox, all[1]!.id); // two left pending: the window refills
-      await reading;
+      await scan.at;
       const callers = Promise.all([
         outbox.done(sent.id, "2026-11-22T14:05:00Z", "delivered").then(() =>
           outbox.recorded(sent.id, 200)
@@ -425,7 +447,7 @@ Deno.test("changes to submissions on disk made while the window refills are neve
         ),
       ]);
       await new Promise((resolve) => setTimeout(resolve, 20));
-      release();
+      scan.release();
       await Promise.all([refilled, callers]);
     } finally {
       file.read = read;
@@ -461,38 +483,21 @@ Deno.test("a change missed by a refill and written only after a compaction is st
     const file = Deno.FsFile.prototype as unknown as { read: (...args: unknown[]) => unknown };
     const read = file.read;
     const stat = Deno.stat;
-    const hold = () => {
-      let release = () => {};
-      let reached = () => {};
-      const at = new Promise<void>((resolve) => (reached = resolve));
-      const held = new Promise<void>((resolve) => (release = resolve));
-      return { at, held, reached: () => reached(), release: () => release() };
-    };
-    const scan = hold();
-    const write = hold();
-    let scanArmed = true;
-    let writeArmed = false;
+    const scan = latch();
+    const write = latch(false);
     file.read = async function (this: unknown, ...args: unknown[]) {
       const got = await read.apply(this, args);
-      if (scanArmed && got === null) {
-        scanArmed = false;
-        scan.reached();
-        await scan.held;
-      }
+      await scan.pass(got === null);
       return got;
     };
     (Deno as { stat: typeof Deno.stat }).stat = async (target) => {
-      if (writeArmed) {
-        writeArmed = false;
-        write.reached();
-        await write.held;
-      }
+      await write.pass();
       return await stat(target);
     };
     try {
       const refilled = deliver(outbox, a.id); // one left pending: the window refills
       await scan.at;
-      writeArmed = true;
+      write.arm();
       const failed = outbox.failed(late.id, "2026-11-22T14:05:00Z", "timeout"); // not held yet
       await write.at;
       scan.release();
@@ -523,25 +528,19 @@ Deno.test("an outbox removed under the service heals while a refill waits for th
     await Deno.remove(path);
     // The next add's identity check answers late: it is a write under way when done() refills.
     const stat = Deno.stat;
-    let armed = true;
-    let release = () => {};
-    let reached = () => {};
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const at = new Promise<void>((resolve) => (reached = resolve));
-    (Deno as { stat: typeof Deno.stat }).stat = (target) => {
-      const result = stat(target);
+    const check = latch();
+    (Deno as { stat: typeof Deno.stat }).stat = async (target) => {
+      const result = stat(target); // asked now, while the file is gone; answered late
       result.catch(() => {});
-      if (!armed) return result;
-      armed = false;
-      reached();
-      return held.then(() => result);
+      await check.pass();
+      return await result;
     };
     try {
       const added = outbox.add(submission());
-      await at;
+      await check.at;
       const done = outbox.done(a.id, "2026-11-22T14:05:00Z", "delivered"); // heals, then refills
       await new Promise((resolve) => setTimeout(resolve, 50));
-      release();
+      check.release();
       const outcome = await Promise.race([
         Promise.all([added, done]).then(() => "settled"),
         new Promise((resolve) => setTimeout(() => resolve("hung"), 3000)),
@@ -565,25 +564,17 @@ Deno.test("a refill skipped while a compaction ran is made once it is over", () 
     // Hold the sync of done(a)'s line while a compaction begins.
     const file = Deno.FsFile.prototype as unknown as { syncData: () => Promise<void> };
     const sync = file.syncData;
-    let armed = true;
-    let release = () => {};
-    let reached = () => {};
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const at = new Promise<void>((resolve) => (reached = resolve));
+    const synced = latch();
     file.syncData = async function (this: Deno.FsFile) {
-      if (armed) {
-        armed = false;
-        reached();
-        await held;
-      }
+      await synced.pass();
       return await sync.call(this);
     };
     try {
       const done = outbox.done(a.id, "2026-11-22T14:05:00Z", "delivered");
-      await at;
+      await synced.at;
       const compacted = outbox.compact();
       await new Promise((resolve) => setTimeout(resolve, 20));
-      release();
+      synced.release();
       await Promise.all([done, compacted]);
     } finally {
       file.syncData = sync;

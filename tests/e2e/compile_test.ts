@@ -30,13 +30,7 @@ function runCompileTask(
 
 /** Runs the real `deno task compile --print` with `buildEnv`; returns the `deno` arguments. */
 async function compileTask(buildEnv: Record<string, string> = {}): Promise<string[]> {
-  const output = await new Deno.Command("deno", {
-    args: ["task", "--quiet", "compile", "--print"],
-    cwd: ROOT,
-    clearEnv: true,
-    env: { ...baseEnv(), ...buildEnv },
-    stdin: "null",
-  }).output();
+  const output = await runCompileTask(["--print"], buildEnv);
   const text = new TextDecoder().decode(output.stdout);
   assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
   return JSON.parse(text.trim().split("\n").at(-1)!);
