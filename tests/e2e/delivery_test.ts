@@ -5,14 +5,8 @@
  * a settings problem waits for the operator.
  */
 import assert from "node:assert/strict";
-import { type FakeBotApi, startFakeBotApi } from "../support/fake_bot_api.ts";
-import {
-  type Service,
-  serviceCommand,
-  startService,
-  TOKEN,
-  withService,
-} from "../support/service.ts";
+import type { FakeBotApi } from "../support/fake_bot_api.ts";
+import { serviceCommand, withRestarts, withService } from "../support/service.ts";
 
 /** A private chat: about one message a second after a burst of three. */
 const PRIVATE_CHAT = 424242;
@@ -36,15 +30,6 @@ function deliveries(fake: FakeBotApi): Map<string, number> {
     counts.set(message, (counts.get(message) ?? 0) + 1);
   }
   return counts;
-}
-
-function settingsFor(fake: FakeBotApi, chatId: number, file?: string): Record<string, string> {
-  return {
-    MESSENGER_BOT_TOKEN: TOKEN,
-    MESSENGER_CHAT_ID: String(chatId),
-    MESSENGER_API_URL: fake.url,
-    ...(file === undefined ? {} : { MESSAGES_FILE: file }),
-  };
 }
 
 /** `contactd pending` run by the real main.ts against `file`'s outbox, with the service's flags. */
@@ -119,10 +104,8 @@ Deno.test("e2e: submissions during an outage (HTML 502, then refused connections
 });
 
 Deno.test("e2e: kill -9 during a paced burst, then a restart: every submission delivered, at most the one in flight twice", async () => {
-  const fake = startFakeBotApi({ token: TOKEN, chatId: PRIVATE_CHAT });
-  const first = await startService(settingsFor(fake, PRIVATE_CHAT));
-  let second: Service | undefined;
-  try {
+  await withRestarts(PRIVATE_CHAT, async (start, fake) => {
+    const first = await start();
     const messages = Array.from({ length: 20 }, (_, i) => `crash ${i}`);
     const posts = messages.map((message, i) =>
       first.post({ message }, `10.32.0.${i + 1}`).then((r) => r.status, () => 0)
@@ -134,7 +117,7 @@ Deno.test("e2e: kill -9 during a paced burst, then a restart: every submission d
     const before = fake.delivered.length;
     assert.ok(before < 20, "killed mid-burst");
 
-    second = await startService(settingsFor(fake, PRIVATE_CHAT, first.file));
+    const second = await start({ MESSAGES_FILE: first.file });
     await waitFor(() => deliveries(fake).size === 20, 40_000, "all 20 delivered after restart");
     const twice = [...deliveries(fake).values()].filter((count) => count > 1).length;
     assert.ok(twice <= 1, `${twice} delivered twice`);
@@ -149,13 +132,7 @@ Deno.test("e2e: kill -9 during a paced burst, then a restart: every submission d
     }
     assert.ok(second.logs().some((log) => log.event === "outbox_loaded"));
     assert.equal(await second.stop(), 0);
-  } finally {
-    await first.stop();
-    await second?.stop();
-    await fake.close();
-    await Deno.remove(first.dir, { recursive: true });
-    if (second) await Deno.remove(second.dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("e2e: the backup file renamed away (logrotate) while a redelivery is pending: it is delivered, the outbox untouched", async () => {
@@ -178,10 +155,8 @@ Deno.test("e2e: the backup file renamed away (logrotate) while a redelivery is p
 });
 
 Deno.test("e2e: a wrong chat id pauses redelivery with one error line; pending lists it; a restart with the right id delivers it", async () => {
-  const fake = startFakeBotApi({ token: TOKEN, chatId: PRIVATE_CHAT });
-  const wrong = await startService(settingsFor(fake, PRIVATE_CHAT + 1));
-  let fixed: Service | undefined;
-  try {
+  await withRestarts(PRIVATE_CHAT, async (start, fake) => {
+    const wrong = await start({ MESSENGER_CHAT_ID: String(PRIVATE_CHAT + 1) });
     for (const [i, message] of ["first", "second"].entries()) {
       const response = await wrong.post({ message, name: "Ann" }, `10.34.0.${i}`);
       assert.equal(response.status, 502);
@@ -207,7 +182,7 @@ Deno.test("e2e: a wrong chat id pauses redelivery with one error line; pending l
     const withText = await pending(wrong.file, "--with-text");
     assert.match(withText.stdout, /message: "first"/);
 
-    fixed = await startService(settingsFor(fake, PRIVATE_CHAT, wrong.file));
+    const fixed = await start({ MESSAGES_FILE: wrong.file });
     await waitFor(() => deliveries(fake).size === 2, 15_000, "both delivered after the restart");
     for (const text of fake.delivered) {
       assert.match(text, /Delivered late: first attempt failed: 400 Bad Request: chat not found/);
@@ -215,11 +190,5 @@ Deno.test("e2e: a wrong chat id pauses redelivery with one error line; pending l
     assert.match(fake.delivered[0]!, /^New contact message #[0-9a-z]{8}\n/);
     assert.equal(await fixed.stop(), 0);
     assert.match((await pending(wrong.file)).stdout, /^nothing pending/);
-  } finally {
-    await wrong.stop();
-    await fixed?.stop();
-    await fake.close();
-    await Deno.remove(wrong.dir, { recursive: true });
-    if (fixed) await Deno.remove(fixed.dir, { recursive: true });
-  }
+  });
 });

@@ -13,11 +13,9 @@ import {
   isRoot,
   NOBODY,
   type Service,
-  startService,
-  TOKEN,
+  withRestarts,
   withService,
 } from "../support/service.ts";
-import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { requireTool, skipWithout } from "../support/tools.ts";
 
 /** Tests needing util-linux: skipped (and named at the end of the run) without it, never in CI. */
@@ -173,15 +171,8 @@ Deno.test("e2e: a backup file renamed away while running: the next record goes t
 });
 
 Deno.test("e2e: kill -9 during a burst: every line whole JSON after restart, every answered submission recorded", async () => {
-  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
-  const settings = {
-    MESSENGER_BOT_TOKEN: TOKEN,
-    MESSENGER_CHAT_ID: String(CHAT_ID),
-    MESSENGER_API_URL: fake.url,
-  };
-  const first = await startService(settings);
-  let second: Service | undefined;
-  try {
+  await withRestarts(CHAT_ID, async (start) => {
+    const first = await start();
     const succeeded: string[] = [];
     const stored: string[] = [];
     let sent = 0;
@@ -209,7 +200,7 @@ Deno.test("e2e: kill -9 during a burst: every line whole JSON after restart, eve
     killed = true;
     await Promise.all(senders);
 
-    second = await startService({ ...settings, MESSAGES_FILE: first.file });
+    const second = await start({ MESSAGES_FILE: first.file });
     assert.deepEqual(await submit(second, "after restart", "10.4.0.1"), [200, null]);
     const { records, torn } = await readLines(first.file);
     assert.ok(torn.length <= 1, `at most one torn line: ${JSON.stringify(torn)}`);
@@ -221,13 +212,7 @@ Deno.test("e2e: kill -9 during a burst: every line whole JSON after restart, eve
     for (const message of stored) assert.ok(recorded.has(message), `${message} was answered 502`);
     assert.equal(records.at(-1)!.message, "after restart");
     assert.equal(await second.stop(), 0);
-  } finally {
-    await first.stop();
-    await second?.stop();
-    await fake.close();
-    await Deno.remove(first.dir, { recursive: true });
-    if (second) await Deno.remove(second.dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("e2e: a torn last line left by an earlier run never corrupts the next record", async () => {

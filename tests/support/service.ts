@@ -275,6 +275,39 @@ export async function withService(
   }
 }
 
+/**
+ * Runs `run` against a fake Bot API for `chatId` with `start`, which starts a configured service
+ * (the settings given on top; pass `MESSAGES_FILE` to restart on an earlier one's files). Every
+ * service started is stopped and its directory removed afterwards: for kill -9 and restarts.
+ */
+export async function withRestarts(
+  chatId: number,
+  run: (
+    start: (settings?: Record<string, string>) => Promise<Service>,
+    fake: FakeBotApi,
+  ) => Promise<void>,
+) {
+  const fake = startFakeBotApi({ token: TOKEN, chatId });
+  const started: Service[] = [];
+  const start = async (settings: Record<string, string> = {}) => {
+    const service = await startService({
+      MESSENGER_BOT_TOKEN: TOKEN,
+      MESSENGER_CHAT_ID: String(chatId),
+      MESSENGER_API_URL: fake.url,
+      ...settings,
+    });
+    started.push(service);
+    return service;
+  };
+  try {
+    await run(start, fake);
+  } finally {
+    for (const service of started) await service.stop();
+    await fake.close();
+    for (const service of started) await Deno.remove(service.dir, { recursive: true });
+  }
+}
+
 /** Asserts that the token is in none of the service's output nor in `texts`; logs are JSON. */
 export function assertNoTokenLeak(service: Service, ...texts: string[]) {
   for (const text of [...service.stdout, ...service.stderr, ...texts]) {
