@@ -284,8 +284,39 @@ browserTest(
   },
 );
 
+/** A static site on its own origin: its URL, and how to stop it. */
+interface Site {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the sites `makeSites` builds (their pages posting to contactd's URL) and then contactd
+ * there, allowing the first site's origin, with `settings` on top. The service's port is held
+ * while the sites bind theirs, so no site can be given it.
+ */
+async function serviceBehindSites<S extends [Site, ...Site[]]>(
+  fake: { url: string },
+  makeSites: (contactUrl: string) => S,
+  settings: Record<string, string> = {},
+): Promise<{ service: Service; sites: S }> {
+  const held = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = held.addr;
+  const sites = makeSites(`http://127.0.0.1:${port}`);
+  held.close();
+  const service = await startService({
+    PORT: String(port),
+    MESSENGER_BOT_TOKEN: TOKEN,
+    MESSENGER_CHAT_ID: String(CHAT_ID),
+    MESSENGER_API_URL: fake.url,
+    ALLOWED_ORIGINS: sites[0].url,
+    ...settings,
+  });
+  return { service, sites };
+}
+
 /** A static site on its own origin serving the example with `action` pointing at contactd. */
-function startStaticSite(contactUrl: string) {
+function startStaticSite(contactUrl: string): Site {
   const page = Deno.readTextFileSync(new URL("../../examples/contact.html", import.meta.url))
     .replace('action="/api/contact"', `action="${contactUrl}/api/contact"`);
   const server = Deno.serve(
@@ -300,19 +331,10 @@ Deno.test({
   ...options,
   fn: async () => {
     const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
-    // Hold the service's port while the two sites bind theirs, so neither can be given it.
-    const held = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const { port } = held.addr;
-    const site = startStaticSite(`http://127.0.0.1:${port}`);
-    const stranger = startStaticSite(`http://127.0.0.1:${port}`);
-    held.close();
-    const service = await startService({
-      PORT: String(port),
-      MESSENGER_BOT_TOKEN: TOKEN,
-      MESSENGER_CHAT_ID: String(CHAT_ID),
-      MESSENGER_API_URL: fake.url,
-      ALLOWED_ORIGINS: site.url,
-    });
+    const { service, sites: [site, stranger] } = await serviceBehindSites(
+      fake,
+      (contactUrl) => [startStaticSite(contactUrl), startStaticSite(contactUrl)],
+    );
     const browser = await launchBrowser();
     try {
       const context = await browser.newContext();
@@ -359,7 +381,7 @@ const ALTCHA_WIDGET = `${BROWSER_DEPS}/node_modules/altcha/dist/main/altcha.min.
  * A static site serving the example with its ALTCHA lines uncommented (as the README says to),
  * the widget's script beside it, and the challenge and the post going to contactd's origin.
  */
-function startAltchaSite(contactUrl: string) {
+function startAltchaSite(contactUrl: string): Site {
   const example = Deno.readTextFileSync(new URL("../../examples/contact.html", import.meta.url));
   const lines = /<!-- CHALLENGE=altcha:[^\n]*\n([\s\S]*?)\s*-->/.exec(example);
   assert.ok(lines !== null, "the example form has no ALTCHA block to uncomment");
@@ -383,19 +405,14 @@ Deno.test({
   ...options,
   fn: async () => {
     const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
-    const held = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const { port } = held.addr;
-    const site = startAltchaSite(`http://127.0.0.1:${port}`);
-    held.close();
-    const service = await startService({
-      PORT: String(port),
-      MESSENGER_BOT_TOKEN: TOKEN,
-      MESSENGER_CHAT_ID: String(CHAT_ID),
-      MESSENGER_API_URL: fake.url,
-      ALLOWED_ORIGINS: site.url,
-      CHALLENGE: "altcha",
-      CHALLENGE_SECRET: "YnJvd3Nlci10ZXN0LWFsdGNoYS1zZWNyZXQta2V5LTAxMjM0NTY3",
-    });
+    const { service, sites: [site] } = await serviceBehindSites(
+      fake,
+      (contactUrl) => [startAltchaSite(contactUrl)],
+      {
+        CHALLENGE: "altcha",
+        CHALLENGE_SECRET: "YnJvd3Nlci10ZXN0LWFsdGNoYS1zZWNyZXQta2V5LTAxMjM0NTY3",
+      },
+    );
     const browser = await launchBrowser();
     try {
       const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
