@@ -1,31 +1,37 @@
 /**
- * contactd: wiring only. Hands the command line to `lib/cli.ts` with the real I/O; `serve`
+ * contactd: wiring only. Hands the command line to `lib/cli/cli.ts` with the real I/O; `serve`
  * builds the real dependencies, serves, and stops gracefully on SIGTERM/SIGINT/SIGHUP (SIGINT
  * and SIGBREAK on Windows). Every rule lives in `lib/`.
  *
  * @module
  */
-import { openBackupFile } from "./lib/backup.ts";
-import { runCli, type ServeOptions } from "./lib/cli.ts";
-import { ConfigError, parseConfig } from "./lib/config.ts";
-import { DeliveryQueue } from "./lib/delivery.ts";
-import { EXAMPLE_PAGE_URL } from "./lib/example_page.ts";
-import type { Appender } from "./lib/group_commit.ts";
-import { Altcha, type ChallengeGate, REPLAY_CAPACITY } from "./lib/challenge.ts";
-import { createHandler } from "./lib/handler.ts";
-import { keepServing, type KeptServing, pause } from "./lib/keep_serving.ts";
-import { describeError, type Logger, settingsLogger } from "./lib/log.ts";
-import { tallyRefusals } from "./lib/log_tally.ts";
-import { loadOutbox, openOutbox, type Outbox, outboxPath, readSubmissions } from "./lib/outbox.ts";
-import { Pacer } from "./lib/pacer.ts";
-import { type NeededPermission, permissionGaps, permissionLine } from "./lib/permissions.ts";
-import { RateLimiter } from "./lib/rate_limit.ts";
-import { recoverRecords } from "./lib/recovery.ts";
-import type { Settings } from "./lib/settings.ts";
-import { newSubmissionId } from "./lib/submission_id.ts";
-import { serviceSignals } from "./lib/signals.ts";
-import { sendMessage } from "./lib/telegram.ts";
-import { isTurnstileTestSecret, Turnstile } from "./lib/turnstile.ts";
+import { openBackupFile } from "./lib/storage/backup.ts";
+import { runCli, type ServeOptions } from "./lib/cli/cli.ts";
+import { ConfigError, parseConfig } from "./lib/config/config.ts";
+import { DeliveryQueue } from "./lib/delivery/queue.ts";
+import { EXAMPLE_PAGE_URL } from "./lib/http/example_page.ts";
+import type { Appender } from "./lib/storage/group_commit.ts";
+import { Altcha, type ChallengeGate, REPLAY_CAPACITY } from "./lib/challenge/altcha.ts";
+import { createHandler } from "./lib/http/handler.ts";
+import { keepServing, type KeptServing, pause } from "./lib/http/keep_serving.ts";
+import { describeError, type Logger, settingsLogger } from "./lib/log/logger.ts";
+import { tallyRefusals } from "./lib/log/tally.ts";
+import {
+  loadOutbox,
+  openOutbox,
+  type Outbox,
+  outboxPath,
+  readSubmissions,
+} from "./lib/storage/outbox.ts";
+import { Pacer } from "./lib/delivery/pacer.ts";
+import { type NeededPermission, permissionGaps, permissionLine } from "./lib/config/permissions.ts";
+import { RateLimiter } from "./lib/net/rate_limit.ts";
+import { recoverRecords } from "./lib/storage/recovery.ts";
+import type { Settings } from "./lib/config/settings.ts";
+import { newSubmissionId } from "./lib/form/submission_id.ts";
+import { serviceSignals } from "./lib/service/signals.ts";
+import { sendMessage } from "./lib/bot/api.ts";
+import { isTurnstileTestSecret, Turnstile } from "./lib/challenge/turnstile.ts";
 import denoJson from "./deno.json" with { type: "json" };
 
 const encoder = new TextEncoder();

@@ -11,7 +11,7 @@
  * @module
  */
 import { startFakeBotApi } from "../tests/support/fake_bot_api.ts";
-import { TELEGRAM_LIMITS } from "../lib/pacer.ts";
+import { TELEGRAM_LIMITS } from "../lib/delivery/pacer.ts";
 import { BENCH_TOKEN, type Server, startContactd } from "./processes.ts";
 
 const CHAT = 1; // a private chat: about one message a second after a short burst

@@ -1,7 +1,7 @@
 /** Micro-benchmarks of the limiter and the client address (`deno bench`). */
-import { clientAddress } from "../lib/client_address.ts";
-import { parseCidr } from "../lib/ip.ts";
-import { RateLimiter, rateLimitKey } from "../lib/rate_limit.ts";
+import { clientAddress } from "../lib/net/client_address.ts";
+import { parseCidr } from "../lib/net/ip.ts";
+import { RateLimiter, rateLimitKey } from "../lib/net/rate_limit.ts";
 
 const limiter = new RateLimiter({ limit: 5, windowMs: 60_000, maxEntries: 1_000_000 });
 let n = 0;

@@ -1,5 +1,5 @@
 /** Micro-benchmarks of the notification text and its split (`deno bench`). */
-import { notificationParts, splitText } from "../lib/notification.ts";
+import { notificationParts, splitText } from "../lib/bot/notification.ts";
 
 const INPUT = {
   name: "Ann",

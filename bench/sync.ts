@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { type Appender, createGroupAppender } from "../lib/group_commit.ts";
-import { type TrackedFile, trackFile, type WritableFile } from "../lib/tracked_file.ts";
+import { type Appender, createGroupAppender } from "../lib/storage/group_commit.ts";
+import { type TrackedFile, trackFile, type WritableFile } from "../lib/storage/tracked_file.ts";
 
 const CALLERS = 16;
 

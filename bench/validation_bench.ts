@@ -1,7 +1,7 @@
 /** Micro-benchmarks of the body's way through validation (`deno bench`). */
-import { bodyKind } from "../lib/contact.ts";
-import { decodeJson } from "../lib/json.ts";
-import { parseSubmission } from "../lib/submission.ts";
+import { bodyKind } from "../lib/http/contact.ts";
+import { decodeJson } from "../lib/common/json.ts";
+import { parseSubmission } from "../lib/form/submission.ts";
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const VALID = encode({

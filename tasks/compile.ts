@@ -11,9 +11,9 @@
  *
  * @module
  */
-import { ConfigError, DEFAULTS, parseConfig } from "../lib/config.ts";
-import { BUILT_DEFAULT_FLAG } from "../lib/cli.ts";
-import { BUILD_SETTINGS, serviceFlags } from "../lib/permissions.ts";
+import { ConfigError, DEFAULTS, parseConfig } from "../lib/config/config.ts";
+import { BUILT_DEFAULT_FLAG } from "../lib/cli/cli.ts";
+import { BUILD_SETTINGS, serviceFlags } from "../lib/config/permissions.ts";
 
 /** Names the one env file the binary may read (`contactd --env-file`). */
 const ENV_FILE_SETTING = "CONTACTD_ENV_FILE";

@@ -8,11 +8,11 @@
  * @module
  */
 import { parseEnv } from "node:util";
-import { ConfigError, parseConfig } from "../lib/config.ts";
-import { settingsLogger } from "../lib/log.ts";
-import { permissionLine, serviceFlags } from "../lib/permissions.ts";
-import { mergeSettings, readSettings } from "../lib/settings.ts";
-import { serviceSignals } from "../lib/signals.ts";
+import { ConfigError, parseConfig } from "../lib/config/config.ts";
+import { settingsLogger } from "../lib/log/logger.ts";
+import { permissionLine, serviceFlags } from "../lib/config/permissions.ts";
+import { mergeSettings, readSettings } from "../lib/config/settings.ts";
+import { serviceSignals } from "../lib/service/signals.ts";
 
 const encoder = new TextEncoder();
 

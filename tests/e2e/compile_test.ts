@@ -5,9 +5,9 @@
  * deployment's layout (working directory = systemd StateDirectory, env file elsewhere).
  */
 import assert from "node:assert/strict";
-import { DEFAULTS, parseConfig } from "../../lib/config.ts";
+import { DEFAULTS, parseConfig } from "../../lib/config/config.ts";
 import { compileFailure, DEFAULT_ENV_FILE, OUTPUT, TARGETS } from "../../tasks/compile.ts";
-import { serviceFlags } from "../../lib/permissions.ts";
+import { serviceFlags } from "../../lib/config/permissions.ts";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { baseEnv, freePort, TOKEN } from "../support/service.ts";
 

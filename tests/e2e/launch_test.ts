@@ -2,7 +2,7 @@
  * `deno task start`: the launcher, run with exactly the flags of the task in deno.json.
  */
 import assert from "node:assert/strict";
-import { SETTING_NAMES } from "../../lib/config.ts";
+import { SETTING_NAMES } from "../../lib/config/config.ts";
 import {
   baseEnv,
   CHAT_ID,
@@ -12,6 +12,7 @@ import {
   startService,
   TOKEN,
 } from "../support/service.ts";
+import { copyLib } from "../support/sources.ts";
 import { requireTool, skipWithout } from "../support/tools.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -283,11 +284,7 @@ Deno.test({
         await Deno.mkdir(`${dir}/src/tasks`, { recursive: true });
         await Deno.mkdir(`${dir}/src/lib`);
         await Deno.copyFile(`${ROOT}tasks/launch.ts`, `${dir}/src/tasks/launch.ts`);
-        for await (const entry of Deno.readDir(`${ROOT}lib`)) {
-          if (entry.isFile) {
-            await Deno.copyFile(`${ROOT}lib/${entry.name}`, `${dir}/src/lib/${entry.name}`);
-          }
-        }
+        await copyLib(`${dir}/src`);
         await Deno.mkdir(`${dir}/home`);
         await Deno.chmod(dir, 0o755);
         for (const path of [dir, `${dir}/home`]) await Deno.chown(path, NOBODY, NOBODY);

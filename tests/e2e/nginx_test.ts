@@ -5,7 +5,7 @@
  * the address nginx saw can be told apart from nginx's own, 127.0.0.1.
  */
 import assert from "node:assert/strict";
-import { ERRORS } from "../../lib/errors.ts";
+import { ERRORS } from "../../lib/http/errors.ts";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { type RawResponse, request } from "../support/raw_http.ts";
 import { CHAT_ID, freePort, type Service, startService, TOKEN } from "../support/service.ts";

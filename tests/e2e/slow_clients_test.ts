@@ -4,7 +4,7 @@
  * of idle or stalled connections do not stop anyone else from being served.
  */
 import assert from "node:assert/strict";
-import { BODY_TIMEOUT_MS } from "../../lib/body.ts";
+import { BODY_TIMEOUT_MS } from "../../lib/http/body.ts";
 import { type Service, withService } from "../support/service.ts";
 
 const encoder = new TextEncoder();

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { isRoot } from "../support/service.ts";
+import { copyLib } from "../support/sources.ts";
 import { type BootedSystemd, bootSystemd, runArgs, SYSTEMD } from "../support/systemd.ts";
 import { findTool, requireTool, skipBecause, skipWithout } from "../support/tools.ts";
 
@@ -292,11 +293,7 @@ Deno.test({
           if (!(error instanceof Deno.errors.NotFound)) throw error;
         });
       }
-      for await (const entry of Deno.readDir(`${ROOT}lib`)) {
-        if (entry.isFile) {
-          await Deno.copyFile(`${ROOT}lib/${entry.name}`, `${src}/lib/${entry.name}`);
-        }
-      }
+      await copyLib(src);
       await Deno.copyFile(`${ROOT}systemd/contactd.service`, `${dir}/contactd.service`);
       await Deno.copyFile(Deno.execPath(), deno);
       await Deno.chmod(deno, 0o755);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { callBotApi, sendNotification, type TelegramOptions } from "../../lib/telegram.ts";
+import { callBotApi, sendNotification, type TelegramOptions } from "../../lib/bot/api.ts";
 import {
   chatMigrated,
   type FakeBotApi,

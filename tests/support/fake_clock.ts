@@ -5,7 +5,7 @@
  * @module
  */
 
-/** A fake monotonic clock with timers (the shape of lib/delivery.ts's `DeliveryClock`). */
+/** A fake monotonic clock with timers (the shape of lib/delivery/queue.ts's `DeliveryClock`). */
 export interface FakeClock {
   now(): number;
   wallNow(): number;

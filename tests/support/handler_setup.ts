@@ -3,15 +3,15 @@
  *
  * @module
  */
-import type { ChallengeGate } from "../../lib/challenge.ts";
-import type { DeliveryOutcome } from "../../lib/delivery.ts";
-import type { RealIpHeader } from "../../lib/client_address.ts";
-import { createHandler, type Handler } from "../../lib/handler.ts";
-import { parseCidr } from "../../lib/ip.ts";
-import type { LogFields, LogLevel } from "../../lib/log.ts";
-import { notificationParts } from "../../lib/notification.ts";
-import type { OutboxSubmission } from "../../lib/outbox.ts";
-import { RateLimiter } from "../../lib/rate_limit.ts";
+import type { ChallengeGate } from "../../lib/challenge/altcha.ts";
+import type { DeliveryOutcome } from "../../lib/delivery/queue.ts";
+import type { RealIpHeader } from "../../lib/net/client_address.ts";
+import { createHandler, type Handler } from "../../lib/http/handler.ts";
+import { parseCidr } from "../../lib/net/ip.ts";
+import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
+import { notificationParts } from "../../lib/bot/notification.ts";
+import type { OutboxSubmission } from "../../lib/storage/outbox.ts";
+import { RateLimiter } from "../../lib/net/rate_limit.ts";
 
 /** A fake delivery: what the queue made of a submission's notification text. */
 export type FakeDeliver = (text: string) => Promise<DeliveryOutcome>;

@@ -1,13 +1,14 @@
 /**
  * Test harness: runs the real service as a child process with exactly the permission flags
- * `deno task start` derives (lib/permissions.ts), in a temporary working directory.
+ * `deno task start` derives (lib/config/permissions.ts), in a temporary working directory.
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { parseConfig } from "../../lib/config.ts";
-import { serviceFlags } from "../../lib/permissions.ts";
+import { parseConfig } from "../../lib/config/config.ts";
+import { serviceFlags } from "../../lib/config/permissions.ts";
 import { type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
+import { copyLib } from "./sources.ts";
 import { requireTool } from "./tools.ts";
 
 /** The bot token every end-to-end test configures; it must never show up anywhere. */
@@ -35,7 +36,6 @@ export interface Service {
 }
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
-const LIB = new URL("../../lib/", import.meta.url).pathname;
 /** The user an unprivileged service runs as when the tests run as root. */
 export const NOBODY = 65534;
 
@@ -227,9 +227,7 @@ async function unprivilegedCommand(dir: string): Promise<{ cmd: string; pre: str
   const copied = await new Deno.Command("cp", { args: ["-R", npmCache, `${dir}/deno-cache/npm`] })
     .output();
   assert.ok(copied.success, "copying the npm cache failed");
-  for await (const entry of Deno.readDir(LIB)) {
-    if (entry.isFile) await Deno.copyFile(`${LIB}${entry.name}`, `${dir}/src/lib/${entry.name}`);
-  }
+  await copyLib(`${dir}/src`);
   let deno = Deno.execPath();
   const setpriv = ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "--"];
   const tool = requireTool("setpriv");

@@ -1,0 +1,346 @@
+/**
+ * Telegram Bot API client: one generic method call, and delivery of a
+ * notification as one or more `sendMessage` calls. Nothing here throws, and
+ * the bot token (part of every request URL) never appears in a result.
+ *
+ * @module
+ */
+
+import { splitText } from "./notification.ts";
+import { isRecord } from "../common/json.ts";
+import { redact } from "../log/redact.ts";
+
+/** How to reach the Bot API and which chat to notify. */
+export interface TelegramOptions {
+  /** API base URL, e.g. `"https://api.telegram.org"`; a trailing slash is tolerated. */
+  readonly apiUrl: string;
+  /** Bot token; secret. */
+  readonly token: string;
+  /** Chat to notify; negative for groups. */
+  readonly chatId: number;
+  /** Limit for each API call, response body included, in milliseconds. */
+  readonly timeoutMs: number;
+  /** Injected `fetch`, so tests need no network. */
+  readonly fetch: typeof fetch;
+}
+
+/** The subset of {@linkcode TelegramOptions} that {@linkcode callBotApi} needs. */
+export type BotApiOptions = Pick<TelegramOptions, "apiUrl" | "token" | "timeoutMs" | "fetch">;
+
+/** The Bot API's `ResponseParameters`: why a request failed, if it says. */
+export interface ResponseParameters {
+  /** The group became a supergroup with this id; use it from now on. */
+  readonly migrate_to_chat_id?: number;
+  /** Flood control: seconds to wait before repeating the request. */
+  readonly retry_after?: number;
+}
+
+/** Outcome of {@linkcode callBotApi}. */
+export type BotApiResult =
+  | { readonly ok: true; readonly result: unknown }
+  | {
+    readonly ok: false;
+    /** Short description without secrets, e.g. `"400 Bad Request: chat not found"` or `"timeout"`. */
+    readonly error: string;
+    /** The API's `error_code`, else the HTTP status; absent if no reply arrived. */
+    readonly errorCode?: number;
+    readonly parameters?: ResponseParameters;
+  };
+
+/** Outcome of {@linkcode sendNotification}. */
+export type DeliveryResult =
+  | { readonly ok: true; readonly parts: number }
+  | {
+    readonly ok: false;
+    /** Short description without secrets, as in {@linkcode BotApiResult}. */
+    readonly error: string;
+    /** The chat was migrated; future notifications should go to this id. */
+    readonly migrateToChatId?: number;
+  };
+
+/**
+ * Sends `text`, split by {@linkcode splitText}, as `sendMessage` calls in order, stopping at the
+ * first part that fails; delivered only if every part was accepted. For one-off messages (the
+ * `send-test` command): the service's notifications go through the paced queue
+ * (lib/delivery/queue.ts), which sends {@linkcode sendMessage} part by part. Never throws.
+ */
+export async function sendNotification(
+  options: TelegramOptions,
+  text: string,
+): Promise<DeliveryResult> {
+  const parts = splitText(text).filter((part) => part.trim() !== "");
+  if (parts.length === 0) return { ok: false, error: "empty message" };
+  for (const part of parts) {
+    const reply = await sendMessage(options, options.chatId, part);
+    if (!reply.ok) {
+      const migrate = reply.parameters?.migrate_to_chat_id;
+      return {
+        ok: false,
+        error: reply.error,
+        ...(migrate === undefined ? {} : { migrateToChatId: migrate }),
+      };
+    }
+  }
+  return { ok: true, parts: parts.length };
+}
+
+/**
+ * One `sendMessage` of plain `text` (no `parse_mode`: markup arrives literally) with link
+ * previews off (the messenger must not fetch links a stranger typed). Never throws.
+ */
+export function sendMessage(
+  options: BotApiOptions,
+  chatId: number,
+  text: string,
+): Promise<BotApiResult> {
+  return callBotApi(options, "sendMessage", {
+    chat_id: chatId,
+    text,
+    link_preview_options: { is_disabled: true },
+  });
+}
+
+/** How a failed call bears on what comes next. */
+export type FailureKind =
+  /** `429`: flood control; nothing may be sent before its `retry_after` has passed. */
+  | "flood"
+  /**
+   * The settings are wrong until the operator fixes them: the token (`401`, `404`), the chat
+   * (`400` chat not found, a group that became a supergroup) or the bot's place in it (`403`:
+   * blocked by the user, kicked from the group).
+   */
+  | "settings"
+  /** Anything else (timeouts, network errors, `5xx`, odd replies): worth trying again later. */
+  | "other";
+
+const CHAT_PROBLEMS = /chat not found|chat_id is empty|upgraded to a supergroup|not enough rights/i;
+
+/** Classifies a failed Bot API call; see {@linkcode FailureKind}. */
+export function failureKind(result: BotApiResult & { ok: false }): FailureKind {
+  const code = result.errorCode;
+  if (code === 429) return "flood";
+  if (code === 401 || code === 403 || code === 404) return "settings";
+  if (
+    code === 400 &&
+    (result.parameters?.migrate_to_chat_id !== undefined || CHAT_PROBLEMS.test(result.error))
+  ) {
+    return "settings";
+  }
+  return "other";
+}
+
+/** The longest pause a `429` may impose, in seconds: an hour. */
+export const MAX_FLOOD_PAUSE_S = 3600;
+/** The pause for a `429` without a usable `retry_after`, in seconds. */
+export const DEFAULT_FLOOD_PAUSE_S = 5;
+
+/** A `retry_after` beyond this (a day) is not a pause anyone meant: treated as malformed. */
+export const ABSURD_FLOOD_PAUSE_S = 86_400;
+
+/**
+ * How long a `429` pauses sending, in seconds: its `retry_after`, at most an hour; a missing,
+ * malformed or absurd one (over a day, `1e300`) counts as {@linkcode DEFAULT_FLOOD_PAUSE_S}.
+ * `adjusted` says when the API's value was not taken as it was (worth a log line).
+ */
+export function floodPause(
+  parameters: ResponseParameters | undefined,
+): { readonly seconds: number; readonly adjusted?: "missing" | "absurd" | "capped" } {
+  const asked = parameters?.retry_after;
+  if (asked === undefined) return { seconds: DEFAULT_FLOOD_PAUSE_S, adjusted: "missing" };
+  if (!(asked <= ABSURD_FLOOD_PAUSE_S)) {
+    return { seconds: DEFAULT_FLOOD_PAUSE_S, adjusted: "absurd" };
+  }
+  if (asked > MAX_FLOOD_PAUSE_S) return { seconds: MAX_FLOOD_PAUSE_S, adjusted: "capped" };
+  return { seconds: asked };
+}
+
+/**
+ * POSTs `params` as JSON to `{apiUrl}/bot{token}/{method}` and interprets
+ * the reply. The whole exchange, body included, is bounded by `timeoutMs`.
+ * Never throws; the token never appears in the result.
+ */
+export async function callBotApi(
+  options: BotApiOptions,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<BotApiResult> {
+  let body: string;
+  try {
+    body = JSON.stringify(params);
+  } catch {
+    return { ok: false, error: "invalid request parameters" };
+  }
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), options.timeoutMs);
+  try {
+    // Racing the abort too: an injected fetch may ignore the signal.
+    return await Promise.race([
+      exchange(options, method, body, controller.signal),
+      aborted(controller.signal),
+    ]);
+  } catch (error) {
+    if (controller.signal.aborted) return { ok: false, error: "timeout" };
+    return { ok: false, error: describeFailure(error, options.token) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function exchange(
+  options: BotApiOptions,
+  method: string,
+  body: string,
+  signal: AbortSignal,
+): Promise<BotApiResult> {
+  const url = `${options.apiUrl.replace(/\/+$/, "")}/bot${options.token}/${method}`;
+  const doFetch = options.fetch; // called unbound, like the global fetch
+  const response = await doFetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+    signal,
+  });
+  if (!(response instanceof Response)) return { ok: false, error: "invalid reply" };
+  const text = await readCapped(response, MAX_REPLY_BYTES);
+  if (text === undefined) {
+    return { ok: false, error: `${response.status} reply too large`, errorCode: response.status };
+  }
+  return interpret(response.status, response.statusText, text, options.token);
+}
+
+/**
+ * The largest Bot API reply read, in bytes. Real replies are a few kilobytes (`getUpdates` with
+ * 100 updates some tens); anything larger is a broken or hostile API, refused before it is held.
+ */
+export const MAX_REPLY_BYTES = 1 << 20;
+
+/** The body as text, or `undefined` (and the rest left unread) once it passes `limit` bytes. */
+async function readCapped(response: Response, limit: number): Promise<string | undefined> {
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > limit || response.body === null) {
+    await response.body?.cancel().catch(() => {});
+    return declared > limit ? undefined : "";
+  }
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        return undefined;
+      }
+      chunks.push(value);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
+}
+
+/** Rejects once `signal` aborts. */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    signal.addEventListener("abort", () => reject(new DOMException("timeout", "TimeoutError")), {
+      once: true,
+    });
+  });
+}
+
+/** Maps an HTTP reply to a result; the Bot API answers `{ok, result}` or `{ok, error_code, description, parameters}`. */
+function interpret(status: number, statusText: string, text: string, token: string): BotApiResult {
+  let reply: unknown;
+  try {
+    reply = JSON.parse(text);
+  } catch {
+    const reason = oneLine(redact(statusText, token), 40).toLowerCase();
+    return {
+      ok: false,
+      error: `${status}${reason ? ` ${reason}` : ""} (non-JSON reply)`,
+      errorCode: status,
+    };
+  }
+  if (!isRecord(reply) || typeof reply.ok !== "boolean" || (reply.ok && !("result" in reply))) {
+    return { ok: false, error: `${status} invalid reply`, errorCode: status };
+  }
+  if (reply.ok) return { ok: true, result: reply.result };
+  const code = Number.isSafeInteger(reply.error_code) ? reply.error_code as number : status;
+  const description = typeof reply.description === "string"
+    ? oneLine(redact(reply.description, token), 200)
+    : "unknown error";
+  const parameters = readParameters(reply.parameters);
+  return {
+    ok: false,
+    error: redact(description ? `${code} ${description}` : `${code}`, token),
+    errorCode: code,
+    ...(parameters === undefined ? {} : { parameters }),
+  };
+}
+
+/** Keeps only well-formed parameters: ids are safe integers, waits finite and ≥ 0. */
+function readParameters(value: unknown): ResponseParameters | undefined {
+  if (!isRecord(value)) return undefined;
+  const migrate = value.migrate_to_chat_id;
+  const retry = value.retry_after;
+  const parameters: { migrate_to_chat_id?: number; retry_after?: number } = {};
+  if (typeof migrate === "number" && Number.isSafeInteger(migrate)) {
+    parameters.migrate_to_chat_id = migrate;
+  }
+  if (typeof retry === "number" && Number.isFinite(retry) && retry >= 0) {
+    parameters.retry_after = retry;
+  }
+  return Object.keys(parameters).length > 0 ? parameters : undefined;
+}
+
+/**
+ * Names the kind of a fetch failure. Deno throws `TypeError("fetch failed")`
+ * whose `cause` quotes the request URL, token included: messages are only
+ * inspected (after redaction), never returned.
+ */
+function describeFailure(error: unknown, token: string): string {
+  let messages = "";
+  let notCapable = false;
+  try {
+    for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+      notCapable ||= e instanceof Deno.errors.NotCapable;
+      messages += ` ${redact(e instanceof Error ? e.message : String(e), token).toLowerCase()}`;
+      e = e instanceof Error ? e.cause : undefined;
+    }
+  } catch {
+    // A hostile error object (throwing getters): the generic kind will do.
+  }
+  // Deno refuses some ports outright (fetch's "bad ports": 6000 is X11, 25 SMTP, ...).
+  const blocked = /requests to port (\d{1,5}) are blocked/.exec(messages);
+  if (blocked !== null) return `network error: port ${blocked[1]} blocked by the runtime`;
+  if (notCapable) return "network error: not permitted (grant --allow-net to the API's host:port)";
+  if (messages.includes("connection refused")) return "network error: connection refused";
+  if (/connection (reset|closed)|broken pipe/.test(messages)) {
+    return "network error: connection reset";
+  }
+  // Deno's words for a reply whose body stopped before its declared end.
+  if (/error reading a body|unexpected eof|incomplete/.test(messages)) {
+    return "network error: reply cut off";
+  }
+  if (/dns error|failed to lookup|name or service not known/.test(messages)) {
+    return "network error: dns error";
+  }
+  if (/certificate|tls/.test(messages)) return "network error: tls error";
+  return "network error";
+}
+
+/** Collapses whitespace and control characters to single spaces and caps the length. */
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/[\s\p{Cc}]+/gu, " ").trim();
+  if (flat.length <= max) return flat;
+  // Drop a high surrogate the cut would leave without its partner.
+  return `${flat.slice(0, max - 1).replace(/[\uD800-\uDBFF]$/, "")}…`;
+}

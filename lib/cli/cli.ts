@@ -1,0 +1,255 @@
+/**
+ * The command line of `contactd`: parsing, `--help`, `--version`, the optional env file, and
+ * dispatch to the service or an operator command. All I/O is passed in.
+ *
+ * @module
+ */
+import { parseArgs as parseNodeArgs } from "node:util";
+import { parseEnv } from "node:util";
+import { DEFAULTS, SETTING_NAMES, type SettingName } from "../config/config.ts";
+import {
+  chatIdCommand,
+  checkCommand,
+  type CommandIo,
+  pendingCommand,
+  sendTestCommand,
+} from "./commands.ts";
+import { BUILD_SETTINGS } from "../config/permissions.ts";
+import { mergeSettings, readSettings, type Settings } from "../config/settings.ts";
+
+/**
+ * `--built-default NAME=VALUE`: a default baked into a binary by `deno task compile` (arguments
+ * after the script come before the operator's). Only the settings its permissions were built
+ * for; the env file and the environment still win.
+ */
+export const BUILT_DEFAULT_FLAG = "--built-default";
+
+/** Defaults baked into a binary, by setting name. */
+export type BuiltDefaults = Readonly<Partial<Record<typeof BUILD_SETTINGS[number], string>>>;
+
+/** The commands, `serve` being the default. */
+export const COMMANDS = {
+  serve: "run the service (the default)",
+  check: "validate the settings, call getMe, check the chat; exit 1 with the reason otherwise",
+  "chat-id": "list the chats that wrote to the bot (id, type, name): finds MESSENGER_CHAT_ID",
+  "send-test": "send one test notification to MESSENGER_CHAT_ID and report the result",
+  pending: "list undelivered messages (id, received, attempts, last error); --with-text adds them",
+} as const;
+
+/** One of {@linkcode COMMANDS}. */
+export type CommandName = keyof typeof COMMANDS;
+
+/** One line of help per setting; a new setting does not compile without one. */
+const SETTING_HELP: Record<SettingName, string> = {
+  MESSENGER_BOT_TOKEN: "bot credential from @BotFather, <digits>:<chars>; never printed",
+  MESSENGER_CHAT_ID: "chat that receives notifications; negative for groups",
+  MESSAGES_FILE: "backup file, relative to the working directory",
+  HOST: "listen address",
+  PORT: "listen port",
+  MESSENGER_API_URL: "Bot API base URL",
+  TRUSTED_PROXIES: 'proxies (addresses/CIDRs) whose REAL_IP_HEADER is believed, or "none"',
+  REAL_IP_HEADER: "X-Forwarded-For (walked from the right past TRUSTED_PROXIES) or X-Real-IP",
+  MESSENGER_TIMEOUT_MS: "time limit of one Bot API call, 100 to 120000 ms",
+  DELIVERY_WAIT_MS: "how long a sender waits for delivery before 502 'saved', 1000 to 30000 ms",
+  DELIVERY_MAX_AGE: "undelivered messages older than this are given up: 90m, 36h, 7d (1m-365d)",
+  ALLOWED_ORIGINS: "origins (comma list) whose pages may post: CORS, Origin check, redirects",
+  SERVE_EXAMPLE: "1 serves examples/contact.html at / for trying contactd out (not in the binary)",
+  CHALLENGE: "spam challenge a POST must pass: none, altcha (self-hosted) or turnstile",
+  CHALLENGE_SECRET:
+    "altcha: HMAC key, >= 32 bytes: 43+ base64 or 64+ hex chars; turnstile: secret key; never printed",
+  TURNSTILE_VERIFY_URL: "Turnstile siteverify URL (CHALLENGE=turnstile)",
+};
+
+/** What the command line asked for. */
+export type Invocation =
+  | { readonly kind: "help"; readonly builtDefaults?: BuiltDefaults }
+  | { readonly kind: "version" }
+  | {
+    readonly kind: "run";
+    readonly command: CommandName;
+    readonly envFile?: string;
+    /** `pending --with-text`: show the messages themselves. */
+    readonly withText?: boolean;
+    readonly builtDefaults?: BuiltDefaults;
+    /** `--stop-on-stdin-eof`: see {@linkcode ServeOptions}. */
+    readonly stopOnStdinEof?: boolean;
+  };
+
+/** How `serve` runs. */
+export interface ServeOptions {
+  /**
+   * Stop gracefully when standard input reaches its end: `deno task start` holds the other end
+   * of the pipe, so the service ends with its launcher, even one killed by SIGKILL.
+   */
+  readonly stopOnStdinEof?: boolean;
+}
+
+/** A command line that cannot be understood; the message fits one line. */
+class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Parses `contactd [command] [--env-file PATH] [--help] [--version]`. */
+export function parseCommandLine(args: readonly string[]): Invocation {
+  let parsed;
+  try {
+    parsed = parseNodeArgs({
+      args: [...args],
+      options: {
+        "env-file": { type: "string" },
+        "with-text": { type: "boolean" },
+        "stop-on-stdin-eof": { type: "boolean" },
+        [BUILT_DEFAULT_FLAG.slice(2)]: { type: "string", multiple: true },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "V" },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message.split("\n")[0] : String(error));
+  }
+  const builtDefaults = parseBuiltDefaults(parsed.values[BUILT_DEFAULT_FLAG.slice(2)]);
+  const built = Object.keys(builtDefaults).length > 0 ? { builtDefaults } : {};
+  if (parsed.values.help) return { kind: "help", ...built };
+  if (parsed.values.version) return { kind: "version" };
+  const [command = "serve", ...rest] = parsed.positionals;
+  if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command "${command}"`);
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  const envFile = parsed.values["env-file"];
+  if (envFile === "") throw new UsageError("--env-file needs a path");
+  const withText = parsed.values["with-text"] === true;
+  if (withText && command !== "pending") throw new UsageError("--with-text is for pending only");
+  return {
+    kind: "run",
+    command: command as CommandName,
+    ...(envFile === undefined ? {} : { envFile }),
+    ...(withText ? { withText } : {}),
+    ...built,
+    ...(parsed.values["stop-on-stdin-eof"] === true ? { stopOnStdinEof: true } : {}),
+  };
+}
+
+function parseBuiltDefaults(values: unknown): BuiltDefaults {
+  const defaults: Partial<Record<typeof BUILD_SETTINGS[number], string>> = {};
+  for (const item of Array.isArray(values) ? values as string[] : []) {
+    const eq = item.indexOf("=");
+    const name = item.slice(0, eq) as typeof BUILD_SETTINGS[number];
+    if (eq < 0 || !BUILD_SETTINGS.includes(name)) {
+      throw new UsageError(`${BUILT_DEFAULT_FLAG} takes one of ${BUILD_SETTINGS.join(", ")}=VALUE`);
+    }
+    defaults[name] = item.slice(eq + 1);
+  }
+  return defaults;
+}
+
+/**
+ * Fills the settings a binary was built with where the env file and the environment leave them
+ * unset or blank (blank means "the default", and the built value is this binary's default).
+ */
+export function withBuiltDefaults(settings: Settings, builtDefaults: BuiltDefaults): Settings {
+  const result: Settings = { ...settings };
+  for (const name of BUILD_SETTINGS) {
+    const built = builtDefaults[name];
+    if (built !== undefined && (result[name] ?? "").trim() === "") result[name] = built;
+  }
+  return result;
+}
+
+/** The `--help` text: every command and every setting with its default. */
+export function helpText(version: string, builtDefaults: BuiltDefaults = {}): string {
+  const width = Math.max(...SETTING_NAMES.map((name) => name.length));
+  const commandWidth = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const defaults: Readonly<Record<string, string>> = { ...DEFAULTS, ...builtDefaults };
+  return [
+    `contactd ${version}: relays contact-form submissions to a Telegram chat`,
+    "",
+    "Usage: contactd [command] [--env-file PATH]",
+    "       contactd pending [--with-text] [--env-file PATH]",
+    "       contactd --help | --version",
+    "",
+    "Commands:",
+    ...Object.entries(COMMANDS).map(([name, text]) => `  ${name.padEnd(commandWidth)}  ${text}`),
+    "",
+    "Options:",
+    "  --env-file PATH      also read settings from PATH (KEY=value lines); the environment wins",
+    "  --stop-on-stdin-eof  stop serving when standard input ends (deno task start passes it)",
+    "  --built-default N=V  a default baked in by deno task compile; env file and environment win",
+    "  -h, --help           print this help",
+    "  -V, --version        print the version",
+    "",
+    "Settings (environment variables):",
+    ...SETTING_NAMES.map((name) => {
+      const fallback = Object.hasOwn(defaults, name) && defaults[name] !== ""
+        ? ` (default ${defaults[name]})`
+        : "";
+      return `  ${name.padEnd(width)}  ${SETTING_HELP[name]}${fallback}`;
+    }),
+    "",
+  ].join("\n");
+}
+
+/** What {@linkcode runCli} needs from the outside world. */
+export interface CliIo extends CommandIo {
+  readonly version: string;
+  /** Reads one process environment variable (only setting names are asked for). */
+  readonly env: (name: SettingName) => string | undefined;
+  readonly readTextFile: (path: string) => Promise<string>;
+  /** Runs the service until it stops; returns the exit code. */
+  readonly serve: (settings: Settings, options: ServeOptions) => Promise<number>;
+}
+
+/** Runs the command line; returns the exit code (2 for a usage error). */
+export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+  let invocation: Invocation;
+  try {
+    invocation = parseCommandLine(args);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.err(`contactd: ${error.message} (see contactd --help)`);
+    return 2;
+  }
+  if (invocation.kind === "help") {
+    io.out(helpText(io.version, invocation.builtDefaults).trimEnd());
+    return 0;
+  }
+  if (invocation.kind === "version") {
+    io.out(`contactd ${io.version}`);
+    return 0;
+  }
+  let fromFile: Record<string, string | undefined> = {};
+  if (invocation.envFile !== undefined) {
+    try {
+      fromFile = parseEnv(await io.readTextFile(invocation.envFile));
+    } catch (error) {
+      io.err(`contactd: cannot read env file ${invocation.envFile}: ${envFileReason(error)}`);
+      return 1;
+    }
+  }
+  const settings = withBuiltDefaults(
+    mergeSettings(fromFile, readSettings(io.env)),
+    invocation.builtDefaults ?? {},
+  );
+  switch (invocation.command) {
+    case "serve":
+      return await io.serve(
+        settings,
+        invocation.stopOnStdinEof === true ? { stopOnStdinEof: true } : {},
+      );
+    case "check":
+      return await checkCommand(settings, io);
+    case "chat-id":
+      return await chatIdCommand(settings, io);
+    case "send-test":
+      return await sendTestCommand(settings, io);
+    case "pending":
+      return await pendingCommand(settings, io, invocation.withText === true);
+  }
+}
+
+function envFileReason(error: unknown): string {
+  if (error instanceof Deno.errors.NotCapable) {
+    return "not permitted (a compiled contactd reads only the env file named at build time)";
+  }
+  return error instanceof Error ? error.name : "unreadable";
+}

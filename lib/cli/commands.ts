@@ -1,0 +1,259 @@
+/**
+ * Operator commands: `check`, `chat-id`, `send-test`. They reuse the service's Bot API client,
+ * print plain lines for a person, and on failure exit 1 with one line saying why. The token is
+ * never printed (the client redacts it from every error), and names that strangers chose (chat
+ * titles) are stripped of control characters before they reach the terminal.
+ *
+ * @module
+ */
+import { formatTimestamp } from "../storage/backup.ts";
+import { type Config, ConfigError, parseConfig } from "../config/config.ts";
+import { type NeededPermission, netAddress, permissionGaps } from "../config/permissions.ts";
+import type { Settings } from "../config/settings.ts";
+import { isRecord } from "../common/json.ts";
+import {
+  type OutboxEntry,
+  type OutboxIndex,
+  outboxPath,
+  type OutboxSubmission,
+} from "../storage/outbox.ts";
+import { type BotApiOptions, callBotApi, sendNotification } from "../bot/api.ts";
+
+/** What the commands need from the outside world. */
+export interface CommandIo {
+  readonly fetch: typeof fetch;
+  /** Reads the outbox's index (lib/storage/outbox.ts `loadOutbox`); never writes. */
+  readonly readOutbox: (path: string) => Promise<OutboxIndex>;
+  /** Reads the submissions of entries from the outbox (lib/storage/outbox.ts `readSubmissions`). */
+  readonly readSubmissions: (
+    path: string,
+    entries: Iterable<OutboxEntry>,
+  ) => AsyncIterable<OutboxSubmission | undefined>;
+  readonly now: () => Date;
+  /** Whether this process holds a permission (a compiled binary's are fixed at build time). */
+  readonly granted: (permission: NeededPermission) => boolean;
+  /** Writes one line for the operator (stdout). */
+  readonly out: (line: string) => void;
+  /** Writes one line about a failure (stderr). */
+  readonly err: (line: string) => void;
+}
+
+/** A command's failure: the one line it exits with. */
+class CommandFailure extends Error {}
+
+type Command = (settings: Settings, io: CommandIo) => Promise<void>;
+
+/** Runs `command`, turning its {@linkcode CommandFailure} into one stderr line and exit 1. */
+function run(name: string, command: Command) {
+  return async (settings: Settings, io: CommandIo): Promise<number> => {
+    try {
+      await command(settings, io);
+      return 0;
+    } catch (error) {
+      if (!(error instanceof CommandFailure)) throw error;
+      io.err(`contactd ${name}: ${error.message}`);
+      return 1;
+    }
+  };
+}
+
+function configOf(settings: Settings, io: CommandIo): Config {
+  try {
+    const config = parseConfig(settings);
+    const gap = permissionGaps(config, io.granted)[0];
+    if (gap !== undefined) throw new CommandFailure(gap.message);
+    return config;
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CommandFailure(error.message);
+    throw error;
+  }
+}
+
+function api(settings: Settings, io: CommandIo): { config: Config; options: BotApiOptions } {
+  const config = configOf(settings, io);
+  const token = settings.MESSENGER_BOT_TOKEN?.trim();
+  if (!token) throw new CommandFailure(`"MESSENGER_BOT_TOKEN" is not set`);
+  return {
+    config,
+    options: { apiUrl: config.apiUrl, token, timeoutMs: config.timeoutMs, fetch: io.fetch },
+  };
+}
+
+function chatIdOf(config: Config): number {
+  if (config.messenger === undefined) {
+    throw new CommandFailure(`"MESSENGER_CHAT_ID" is not set (contactd chat-id lists candidates)`);
+  }
+  return config.messenger.chatId;
+}
+
+/** `contactd check`: settings valid, token accepted (`getMe`), chat reachable (`getChat`). */
+export const checkCommand = run("check", async (settings, io) => {
+  const { config, options } = api(settings, io);
+  io.out(
+    `settings: ok (listen ${netAddress(config.host, config.port)}, backup ${config.messagesFile})`,
+  );
+  const me = await callBotApi(options, "getMe", {});
+  if (!me.ok) {
+    const hint = me.errorCode === 401 ? " (wrong or revoked token: ask @BotFather)" : "";
+    throw new CommandFailure(`getMe failed: ${me.error}${hint}`);
+  }
+  const bot = isRecord(me.result) ? me.result : {};
+  io.out(`bot: @${printable(bot.username)} (id ${printable(bot.id)})`);
+  const chatId = chatIdOf(config);
+  if (chatId === bot.id) {
+    throw new CommandFailure(`chat ${chatId} is the bot itself; use the id of a person or group`);
+  }
+  const chat = await callBotApi(options, "getChat", { chat_id: chatId });
+  if (!chat.ok) {
+    const migrated = chat.parameters?.migrate_to_chat_id;
+    if (migrated !== undefined) {
+      throw new CommandFailure(
+        `chat ${chatId} became a supergroup: set MESSENGER_CHAT_ID=${migrated}`,
+      );
+    }
+    throw new CommandFailure(
+      `chat ${chatId} is not reachable: ${chat.error} (message the bot from that chat first)`,
+    );
+  }
+  io.out(`chat: ${describeChat(chat.result, chatId)}`);
+  io.out("ok: ready to deliver");
+});
+
+/** `contactd chat-id`: the chats that wrote to the bot recently, from `getUpdates`. */
+export const chatIdCommand = run("chat-id", async (settings, io) => {
+  const { options } = api(settings, io);
+  // No offset: reading does not confirm (consume) the updates.
+  const updates = await callBotApi(options, "getUpdates", { limit: 100, timeout: 0 });
+  if (!updates.ok) {
+    const hint = updates.errorCode === 409 ? " (a webhook is set: getUpdates works without)" : "";
+    throw new CommandFailure(`getUpdates failed: ${updates.error}${hint}`);
+  }
+  const { chats, migrations } = chatsOf(updates.result);
+  if (chats.size === 0) {
+    throw new CommandFailure(
+      "no chat has written to the bot yet: message the bot first (in a group, add it and " +
+        "send /start@<bot username>), then run contactd chat-id again",
+    );
+  }
+  io.out("id\ttype\tname");
+  for (const [id, chat] of chats) io.out(`${id}\t${describeType(chat)}\t${describeName(chat)}`);
+  for (const [from, to] of migrations) {
+    io.out(`note: group ${from} became supergroup ${to}; use ${to}`);
+  }
+});
+
+/** `contactd send-test`: one notification to the configured chat. */
+export const sendTestCommand = run("send-test", async (settings, io) => {
+  const { config, options } = api(settings, io);
+  const chatId = chatIdOf(config);
+  const text = `contactd test notification\nTime: ${formatTimestamp(io.now())}\n\n` +
+    "If you can read this, contact form messages will arrive here.";
+  const result = await sendNotification({ ...options, chatId }, text);
+  if (!result.ok) {
+    const migrated = result.migrateToChatId === undefined
+      ? ""
+      : ` (the group became a supergroup: set MESSENGER_CHAT_ID=${result.migrateToChatId})`;
+    throw new CommandFailure(`not delivered: ${result.error}${migrated}`);
+  }
+  io.out(`sent: test notification delivered to chat ${chatId}`);
+});
+
+/**
+ * `contactd pending`: the submissions not delivered yet, oldest first: id, when received, failed
+ * attempts, what the sender was answered, the last error. Names, contacts and messages only with
+ * `withText`. Reads the outbox, never writes it, so it is safe while the service runs.
+ */
+export const pendingCommand = (settings: Settings, io: CommandIo, withText: boolean) =>
+  run("pending", async (settings, io) => {
+    const config = configOf(settings, io);
+    const path = outboxPath(config.messagesFile);
+    let index: OutboxIndex;
+    try {
+      index = await io.readOutbox(path);
+    } catch (error) {
+      throw new CommandFailure(
+        `cannot read ${path}: ${error instanceof Error ? error.name : error}`,
+      );
+    }
+    const pending = [...index.entries.values()].filter((entry) => entry.done === false);
+    if (pending.length === 0) {
+      io.out(`nothing pending: every message in ${path} was delivered`);
+      return;
+    }
+    io.out("id\treceived\tattempts\tanswered\tlast error");
+    const texts = withText ? io.readSubmissions(path, pending)[Symbol.asyncIterator]() : undefined;
+    for (const entry of pending) {
+      const answered = entry.status === undefined
+        ? "-"
+        : entry.status === null
+        ? "none"
+        : entry.status;
+      io.out(
+        `${entry.id}\t${entry.ts}\t${entry.attempts}\t${answered}\t` +
+          printable(entry.lastError ?? "-"),
+      );
+      const next = await texts?.next();
+      if (next !== undefined && !next.done && next.value === undefined) {
+        io.out("  (its text moved: contactd compacted the outbox meanwhile; run this again)");
+      } else if (next !== undefined && !next.done && next.value !== undefined) {
+        const { name, contact, ip, message } = next.value;
+        io.out(`  name: ${printable(name || "-")}`);
+        io.out(`  contact: ${printable(contact || "-")}`);
+        io.out(`  ip: ${printable(ip)}`);
+        io.out(`  message: ${printable(JSON.stringify(message), Infinity)}`);
+      }
+    }
+    const oldest = pending[0]!.ts;
+    io.out(`${pending.length} pending, oldest ${oldest}: contactd delivers them while it runs`);
+  })(settings, io);
+
+type Chat = Record<string, unknown>;
+
+/** Every chat in the updates (messages, edits, channel posts, membership changes, callbacks). */
+function chatsOf(result: unknown): { chats: Map<number, Chat>; migrations: Map<number, number> } {
+  const chats = new Map<number, Chat>();
+  const migrations = new Map<number, number>();
+  for (const update of Array.isArray(result) ? result : []) {
+    if (!isRecord(update)) continue;
+    for (const part of Object.values(update)) {
+      if (!isRecord(part)) continue;
+      const chat = isRecord(part.chat)
+        ? part.chat
+        : isRecord(part.message)
+        ? part.message.chat
+        : undefined;
+      if (!isRecord(chat) || !Number.isSafeInteger(chat.id)) continue;
+      chats.set(chat.id as number, chat);
+      if (Number.isSafeInteger(part.migrate_to_chat_id)) {
+        migrations.set(chat.id as number, part.migrate_to_chat_id as number);
+      }
+    }
+  }
+  return { chats, migrations };
+}
+
+function describeChat(result: unknown, chatId: number): string {
+  const chat = isRecord(result) ? result : {};
+  return `${chatId}, ${describeType(chat)}, ${describeName(chat)}`;
+}
+
+function describeType(chat: Chat): string {
+  return printable(chat.type ?? "unknown");
+}
+
+function describeName(chat: Chat): string {
+  if (typeof chat.title === "string") return printable(chat.title);
+  if (typeof chat.username === "string") return `@${printable(chat.username)}`;
+  const name = [chat.first_name, chat.last_name].filter((part) => typeof part === "string");
+  return name.length > 0 ? printable(name.join(" ")) : "-";
+}
+
+/**
+ * A value a stranger chose, safe for a terminal: no control, bidi or line-break characters, at
+ * most `max` characters.
+ */
+function printable(value: unknown, max = 64): string {
+  const text = String(value).replace(/[\p{Cc}\p{Cf}\u2028\u2029]+/gu, " ").trim();
+  const chars = Array.from(text); // code points: a cut never splits a surrogate pair
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : text || "-";
+}

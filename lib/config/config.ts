@@ -1,0 +1,393 @@
+/**
+ * Settings: read from an environment-like record, validated once at start-up.
+ *
+ * @module
+ */
+import { REAL_IP_HEADERS, type RealIpHeader } from "../net/client_address.ts";
+import { type Cidr, parseCidr } from "../net/ip.ts";
+
+/** Every setting contactd reads, in the order the docs list them. */
+export const SETTING_NAMES = [
+  "MESSENGER_BOT_TOKEN",
+  "MESSENGER_CHAT_ID",
+  "MESSAGES_FILE",
+  "HOST",
+  "PORT",
+  "MESSENGER_API_URL",
+  "TRUSTED_PROXIES",
+  "REAL_IP_HEADER",
+  "MESSENGER_TIMEOUT_MS",
+  "DELIVERY_WAIT_MS",
+  "DELIVERY_MAX_AGE",
+  "ALLOWED_ORIGINS",
+  "SERVE_EXAMPLE",
+  "CHALLENGE",
+  "CHALLENGE_SECRET",
+  "TURNSTILE_VERIFY_URL",
+] as const;
+
+/** One of {@linkcode SETTING_NAMES}. */
+export type SettingName = typeof SETTING_NAMES[number];
+
+/** Default values of the optional settings. */
+export const DEFAULTS = {
+  MESSAGES_FILE: "messages.jsonl",
+  HOST: "127.0.0.1",
+  PORT: "8787",
+  MESSENGER_API_URL: "https://api.telegram.org",
+  TRUSTED_PROXIES: "127.0.0.1/8,::1",
+  REAL_IP_HEADER: "X-Forwarded-For",
+  MESSENGER_TIMEOUT_MS: "10000",
+  DELIVERY_WAIT_MS: "10000",
+  DELIVERY_MAX_AGE: "7d",
+  ALLOWED_ORIGINS: "",
+  SERVE_EXAMPLE: "0",
+  CHALLENGE: "none",
+  TURNSTILE_VERIFY_URL: "https://challenges.cloudflare.com/turnstile/v0/siteverify",
+} as const;
+
+/** `CHALLENGE`: the spam challenge a POST must pass, with its secret (never logged). */
+export type ChallengeConfig =
+  | { readonly kind: "none" }
+  | { readonly kind: "altcha"; readonly secret: string }
+  | { readonly kind: "turnstile"; readonly secret: string; readonly verifyUrl: string };
+
+/** The bot credential and chat, present only when both are set. */
+export interface Messenger {
+  /** Bot token, `<digits>:<chars>`. Never logged. */
+  readonly token: string;
+  /** Numeric chat id; negative for groups. */
+  readonly chatId: number;
+}
+
+/** Validated configuration. */
+export interface Config {
+  /** `undefined` while the token or chat id is unset: the service runs, unconfigured. */
+  readonly messenger: Messenger | undefined;
+  readonly messagesFile: string;
+  readonly host: string;
+  readonly port: number;
+  /** Bot API base without a trailing slash. */
+  readonly apiUrl: string;
+  /** Peers whose `X-Real-IP`/`X-Forwarded-For` are believed; empty when set to `none`. */
+  readonly trustedProxies: readonly Cidr[];
+  /** The header a trusted proxy names the client in (lib/net/client_address.ts), lower-case. */
+  readonly realIpHeader: RealIpHeader;
+  /** Time limit of one Bot API call. */
+  readonly timeoutMs: number;
+  /** How long a sender waits for its own delivery before being told it comes later. */
+  readonly deliveryWaitMs: number;
+  /** Undelivered submissions older than this are given up. */
+  readonly deliveryMaxAgeMs: number;
+  /**
+   * Origins (`scheme://host[:port]`) allowed to post from other sites; empty means no CORS and
+   * no `Origin` check.
+   */
+  readonly allowedOrigins: readonly string[];
+  /** Serve `examples/contact.html` at `/` (for trying the service out). */
+  readonly serveExample: boolean;
+  /** `CHALLENGE`, `CHALLENGE_SECRET`, `TURNSTILE_VERIFY_URL`. */
+  readonly challenge: ChallengeConfig;
+}
+
+/** A setting that is present but malformed. The message names the setting and fits one line. */
+export class ConfigError extends Error {
+  /** The offending setting. */
+  readonly setting: SettingName;
+  /** Builds the error for `setting`. */
+  constructor(setting: SettingName, message: string) {
+    super(message);
+    this.name = "ConfigError";
+    this.setting = setting;
+  }
+}
+
+const TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,100}$/;
+/**
+ * A value holding the next line of an env file whose newline was lost: `NAME=` after
+ * whitespace, or a setting's own name followed by `=` where it cannot be the end of a longer
+ * name (`8787MESSENGER_BOT_TOKEN=` is one, `/srv/EXPORT=1/` is not).
+ */
+const SWALLOWED_LINE = new RegExp(
+  `\\s[A-Z_][A-Z0-9_]*=|(?:^|[^A-Z_])(?:${SETTING_NAMES.join("|")})=`,
+);
+const INTEGER = /^-?\d{1,16}$/;
+
+/**
+ * Validates settings. Unset or empty values take their defaults; unset token or chat id
+ * leave the service unconfigured. Anything present but malformed throws {@linkcode ConfigError}.
+ */
+export function parseConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  options: ParseOptions = {},
+): Config {
+  const get = (name: SettingName): string | undefined => {
+    const value = env[name]?.trim();
+    if (value !== undefined && SWALLOWED_LINE.test(value)) {
+      // Never echo the value: the swallowed line may be the bot token's, then unset and so
+      // beyond the logs' redaction.
+      throw new ConfigError(
+        name,
+        `"${name}" holds NAME=... after its value: an env file line that lost its newline? ` +
+          "Put each setting on a line of its own",
+      );
+    }
+    return value === "" ? undefined : value;
+  };
+
+  const token = get("MESSENGER_BOT_TOKEN");
+  if (token !== undefined && !TOKEN.test(token)) {
+    // Never echo the value: it is a secret, even when malformed.
+    throw new ConfigError(
+      "MESSENGER_BOT_TOKEN",
+      `"MESSENGER_BOT_TOKEN" must look like <digits>:<letters, digits, _ or ->`,
+    );
+  }
+  const chatText = get("MESSENGER_CHAT_ID");
+  const chatId = chatText === undefined ? undefined : Number(chatText);
+  if (
+    chatText !== undefined &&
+    (!INTEGER.test(chatText) || !Number.isSafeInteger(chatId) || chatId === 0)
+  ) {
+    throw new ConfigError("MESSENGER_CHAT_ID", `"MESSENGER_CHAT_ID" must be a non-zero integer`);
+  }
+
+  const portText = get("PORT") ?? DEFAULTS.PORT;
+  const port = Number(portText);
+  if (!/^\d{1,5}$/.test(portText) || port < 1 || port > 65535) {
+    throw new ConfigError("PORT", `"PORT" must be a port number between 1 and 65535`);
+  }
+
+  const host = get("HOST") ?? DEFAULTS.HOST;
+  if (!/^[A-Za-z0-9.:-]{1,253}$/.test(host)) {
+    throw new ConfigError("HOST", `"HOST" must be an IP address or host name`);
+  }
+
+  const messagesFile = get("MESSAGES_FILE") ?? DEFAULTS.MESSAGES_FILE;
+  if (messagesFile.includes("\0") || messagesFile.includes(",")) {
+    // A comma would split the --allow-write list that the launcher derives from this path.
+    throw new ConfigError("MESSAGES_FILE", `"MESSAGES_FILE" must be a path without "," or NUL`);
+  }
+
+  return {
+    messenger: token !== undefined && chatId !== undefined ? { token, chatId } : undefined,
+    messagesFile,
+    host,
+    port,
+    apiUrl: parseApiUrl(get("MESSENGER_API_URL") ?? DEFAULTS.MESSENGER_API_URL),
+    challenge: parseChallenge(get, options),
+    trustedProxies: parseTrustedProxies(get("TRUSTED_PROXIES") ?? DEFAULTS.TRUSTED_PROXIES),
+    realIpHeader: parseRealIpHeader(get("REAL_IP_HEADER") ?? DEFAULTS.REAL_IP_HEADER),
+    timeoutMs: parseMilliseconds(
+      "MESSENGER_TIMEOUT_MS",
+      get("MESSENGER_TIMEOUT_MS") ?? DEFAULTS.MESSENGER_TIMEOUT_MS,
+      100,
+      120_000,
+    ),
+    deliveryWaitMs: parseMilliseconds(
+      "DELIVERY_WAIT_MS",
+      get("DELIVERY_WAIT_MS") ?? DEFAULTS.DELIVERY_WAIT_MS,
+      1000,
+      30_000,
+    ),
+    deliveryMaxAgeMs: parseDuration(
+      "DELIVERY_MAX_AGE",
+      get("DELIVERY_MAX_AGE") ?? DEFAULTS.DELIVERY_MAX_AGE,
+    ),
+    allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
+    serveExample: parseSwitch("SERVE_EXAMPLE", get("SERVE_EXAMPLE") ?? DEFAULTS.SERVE_EXAMPLE),
+  };
+}
+
+/** Options of {@linkcode parseConfig}. */
+export interface ParseOptions {
+  /**
+   * `false` when secrets are supplied later (`deno task compile` derives permissions from the
+   * build's settings, without the secrets): a missing `CHALLENGE_SECRET` is not an error then.
+   */
+  readonly requireSecrets?: boolean;
+}
+
+/**
+ * At least 32 random bytes: hex (only `0-9a-f`, either case) of at least 64 characters
+ * (`openssl rand -hex 32`), else base64 or base64url of at least 43 (`openssl rand -base64 32`: 44).
+ */
+const ALTCHA_SECRET = /^[A-Za-z0-9+/=_-]{43,512}$/;
+const HEX = /^[0-9a-f]+$/i;
+/** Cloudflare's secret keys (`0x4AAA…`, test keys `1x0000…`). */
+const TURNSTILE_SECRET = /^[A-Za-z0-9._-]{16,256}$/;
+
+/** `CHALLENGE=none|altcha|turnstile` and what each needs. */
+function parseChallenge(
+  get: (name: SettingName) => string | undefined,
+  options: ParseOptions,
+): ChallengeConfig {
+  const kind = (get("CHALLENGE") ?? DEFAULTS.CHALLENGE).toLowerCase();
+  if (kind !== "none" && kind !== "altcha" && kind !== "turnstile") {
+    throw new ConfigError("CHALLENGE", `"CHALLENGE" must be none, altcha or turnstile`);
+  }
+  const verifyUrl = parseApiUrl(
+    get("TURNSTILE_VERIFY_URL") ?? DEFAULTS.TURNSTILE_VERIFY_URL,
+    "TURNSTILE_VERIFY_URL",
+  );
+  if (kind === "none") return { kind };
+  const secret = get("CHALLENGE_SECRET") ?? (options.requireSecrets === false ? "" : undefined);
+  if (secret === undefined) {
+    throw new ConfigError(
+      "CHALLENGE_SECRET",
+      `"CHALLENGE_SECRET" is required when CHALLENGE=${kind}`,
+    );
+  }
+  // Never echo the value: it is a secret, even when malformed.
+  if (
+    kind === "altcha" && secret !== "" &&
+    (!ALTCHA_SECRET.test(secret) || (HEX.test(secret) && secret.length < 64))
+  ) {
+    throw new ConfigError(
+      "CHALLENGE_SECRET",
+      `"CHALLENGE_SECRET" must be 32 random bytes or more when CHALLENGE=altcha: at least 43 ` +
+        `base64 characters (openssl rand -base64 32) or 64 hex characters (openssl rand -hex 32)`,
+    );
+  }
+  if (kind === "turnstile" && secret !== "" && !TURNSTILE_SECRET.test(secret)) {
+    throw new ConfigError(
+      "CHALLENGE_SECRET",
+      `"CHALLENGE_SECRET" must be the Turnstile secret key (16 to 256 letters, digits, ".", ` +
+        `"_" or "-") when CHALLENGE=turnstile`,
+    );
+  }
+  return kind === "altcha" ? { kind, secret } : { kind, secret, verifyUrl };
+}
+
+/** `1` or `0`, nothing else: a typo must not silently mean either. */
+function parseSwitch(name: SettingName, text: string): boolean {
+  if (text === "1" || text === "0") return text === "1";
+  throw new ConfigError(name, `"${name}" must be 1 or 0`);
+}
+
+/**
+ * A comma list of origins such as `https://example.org,https://www.example.org:8443`, each
+ * normalised to what browsers send in `Origin` (lower-case host, no default port, no slash).
+ */
+function parseAllowedOrigins(text: string): string[] {
+  const origins = parseCommaList(
+    "ALLOWED_ORIGINS",
+    text,
+    parseOrigin,
+    "origins like https://example.org",
+  );
+  return [...new Set(origins)];
+}
+
+function parseOrigin(text: string): string | undefined {
+  // Only a bare origin: a path or query would suggest a finer match than `Origin` can give.
+  if (!/^https?:\/\/[^/?#@\\\s]+\/?$/i.test(text)) return undefined;
+  try {
+    return new URL(text).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseApiUrl(
+  text: string,
+  setting: "MESSENGER_API_URL" | "TURNSTILE_VERIFY_URL" = "MESSENGER_API_URL",
+): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (
+    url === undefined || (url.protocol !== "https:" && url.protocol !== "http:") ||
+    url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== ""
+  ) {
+    throw new ConfigError(
+      setting,
+      `"${setting}" must be an http(s) URL without credentials, query or fragment`,
+    );
+  }
+  if (!/^(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$/.test(url.hostname)) {
+    // A "," (also written %2c) or other odd character would split or bend the --allow-net list.
+    throw new ConfigError(
+      setting,
+      `"${setting}" must have a host of letters, digits, ".", "-" and "_", or an IP address`,
+    );
+  }
+  return url.href.replace(/\/+$/, "");
+}
+
+/**
+ * A whole number of milliseconds from `min` to `max`. `DELIVERY_WAIT_MS` is at least a second (a
+ * delivery takes a round trip) and at most 30 s, well under the reverse proxy's 60 s read timeout
+ * (a sender must get contactd's answer, not the proxy's 504).
+ */
+function parseMilliseconds(setting: SettingName, text: string, min: number, max: number): number {
+  const ms = Number(text);
+  if (!/^\d{1,9}$/.test(text) || ms < min || ms > max) {
+    throw new ConfigError(
+      setting,
+      `"${setting}" must be a whole number of milliseconds between ${min} and ${max}`,
+    );
+  }
+  return ms;
+}
+
+const UNITS: Readonly<Record<string, number>> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration such as `90m`, `36h` or `7d`: from one minute to 365 days. */
+function parseDuration(setting: SettingName, text: string): number {
+  const match = /^(\d{1,6})([mhd])$/.exec(text);
+  const ms = match === null ? NaN : Number(match[1]) * UNITS[match[2]!]!;
+  if (!(ms >= 60_000 && ms <= 365 * 86_400_000)) {
+    throw new ConfigError(
+      setting,
+      `"${setting}" must be a number with m, h or d (minutes, hours, days), from 1m to 365d`,
+    );
+  }
+  return ms;
+}
+
+function parseTrustedProxies(text: string): Cidr[] {
+  // "none": a service exposed without a proxy believes no forwarded header at all.
+  if (text.toLowerCase() === "none") return [];
+  return parseCommaList(
+    "TRUSTED_PROXIES",
+    text,
+    (item) => parseCidr(item) ?? undefined,
+    "IP addresses or CIDRs",
+  );
+}
+
+/** `X-Forwarded-For` or `X-Real-IP`, in any case. */
+function parseRealIpHeader(text: string): RealIpHeader {
+  const header = REAL_IP_HEADERS.find((name) => name === text.toLowerCase());
+  if (header !== undefined) return header;
+  throw new ConfigError("REAL_IP_HEADER", `"REAL_IP_HEADER" must be X-Forwarded-For or X-Real-IP`);
+}
+
+/** Parses each non-blank item of a comma list; the first one `parse` refuses stops start-up. */
+function parseCommaList<T>(
+  setting: SettingName,
+  text: string,
+  parse: (item: string) => T | undefined,
+  expected: string,
+): T[] {
+  const result: T[] = [];
+  for (const [index, item] of text.split(",").entries()) {
+    const trimmed = item.trim();
+    if (trimmed === "") continue;
+    const value = parse(trimmed);
+    if (value === undefined) {
+      // The item is named by position, never echoed: a value that swallowed the next line of an
+      // env file (a lost newline) may hold the bot token.
+      throw new ConfigError(
+        setting,
+        `"${setting}" must be a comma list of ${expected}; item ${index + 1} is not one`,
+      );
+    }
+    result.push(value);
+  }
+  return result;
+}

@@ -1,0 +1,200 @@
+/**
+ * The Deno permissions of the service, derived from its configuration: the one source of truth
+ * for `deno task start`, `deno task compile` (the binary's baked-in flags) and the end-to-end tests.
+ *
+ * @module
+ */
+import { type Config, SETTING_NAMES, type SettingName } from "./config.ts";
+import { examplePagePath } from "../http/example_page.ts";
+import { outboxPath } from "../storage/outbox.ts";
+
+/** The parts of the configuration that decide what the service may touch. */
+export type PermissionInputs =
+  & Pick<
+    Config,
+    "host" | "port" | "apiUrl" | "messagesFile" | "serveExample"
+  >
+  & {
+    /** Only its kind and, for Turnstile, its verify URL matter (absent: `none`). */
+    readonly challenge?: Config["challenge"];
+  };
+
+/**
+ * The settings that decide the permissions, so a binary is built with them (`deno task compile`
+ * reads them from the build environment and bakes them in as the binary's defaults).
+ */
+export const BUILD_SETTINGS = [
+  "HOST",
+  "PORT",
+  "MESSENGER_API_URL",
+  "MESSAGES_FILE",
+  "CHALLENGE",
+  "TURNSTILE_VERIFY_URL",
+] as const;
+
+/** Extra grants beyond the configuration. */
+export interface FlagOptions {
+  /** An env file the binary may read (`contactd --env-file PATH`); absolute in deployments. */
+  readonly envFile?: string;
+}
+
+/** `host:port` as Deno's `--allow-net` expects it (IPv6 in brackets). */
+export function netAddress(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** The Turnstile verify URL's `host:port`, when `CHALLENGE=turnstile`. */
+function verifyAddresses(config: PermissionInputs): string[] {
+  const challenge = config.challenge;
+  return challenge?.kind === "turnstile" ? [apiAddress(challenge.verifyUrl)] : [];
+}
+
+/** The API's `host:port`, the port defaulted from the scheme. */
+function apiAddress(apiUrl: string): string {
+  const api = new URL(apiUrl);
+  const port = api.port === "" ? (api.protocol === "https:" ? 443 : 80) : Number(api.port);
+  // URL keeps IPv6 hosts in brackets; netAddress adds its own.
+  return netAddress(api.hostname.replace(/^\[(.*)\]$/, "$1"), port);
+}
+
+/**
+ * The flags of `deno run`/`deno compile`: listen on one address, call one API host (and the
+ * Turnstile verify host with `CHALLENGE=turnstile`), read and
+ * write one file, read only the named settings, one env file when given, and the example page
+ * with `SERVE_EXAMPLE=1`. Nothing else (no run, ffi, sys, import).
+ */
+export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}): string[] {
+  const envFile = options.envFile;
+  // An empty path would grant nothing; a "," or NUL is refused by list() like any other item.
+  if (envFile === "") throw new RangeError("env file path must be non-empty");
+  return [
+    "--no-prompt",
+    `--allow-net=${
+      list([
+        ...new Set([
+          netAddress(config.host, config.port),
+          apiAddress(config.apiUrl),
+          ...verifyAddresses(config),
+        ]),
+      ])
+    }`,
+    // Read: fstat of the open file (mode check) and noticing a rotated file; the outbox (it is
+    // read back to deliver) and its compaction's temporary file; the env file of `--env-file`;
+    // the example page (read once at start-up) only when it is served.
+    `--allow-read=${
+      list([
+        ...stateFiles(config.messagesFile),
+        ...(envFile === undefined ? [] : [envFile]),
+        ...(config.serveExample ? [examplePagePath()] : []),
+      ])
+    }`,
+    `--allow-write=${list(stateFiles(config.messagesFile))}`,
+    `--allow-env=${SETTING_NAMES.join(",")}`,
+  ];
+}
+
+/**
+ * A permission list. Deno splits it at each ",": an item holding one (a checkout path, say;
+ * settings are refused earlier by lib/config/config.ts) would grant something else, so it throws.
+ */
+function list(items: readonly string[]): string {
+  const bad = items.find((item) => /[,\0]/.test(item));
+  if (bad !== undefined) {
+    throw new RangeError(`a permission may not hold "," or NUL: ${JSON.stringify(bad)}`);
+  }
+  return items.join(",");
+}
+
+/** The files the service keeps: the backup file, the outbox, and the outbox's compaction file. */
+function stateFiles(messagesFile: string): string[] {
+  const outbox = outboxPath(messagesFile);
+  return [messagesFile, outbox, `${outbox}.tmp`];
+}
+
+/** One permission a configuration needs, as `Deno.permissions.querySync` takes it. */
+export type NeededPermission =
+  | { readonly name: "net"; readonly host: string }
+  | { readonly name: "read" | "write"; readonly path: string };
+
+/** A setting whose value this process may not act on, and why. */
+export interface PermissionGap {
+  readonly setting: SettingName;
+  readonly message: string;
+}
+
+/**
+ * Which settings ask for more than the granted permissions allow. A compiled binary carries its
+ * flags from build time, so a `PORT` or `MESSENGER_API_URL` set later must match the build;
+ * this turns the later `NotCapable` into a start-up error naming the setting.
+ */
+export function permissionGaps(
+  config: PermissionInputs,
+  granted: (permission: NeededPermission) => boolean,
+): PermissionGap[] {
+  const listen = netAddress(config.host, config.port);
+  const api = apiAddress(config.apiUrl);
+  const rebuild = "build with this setting (deno task compile) or change it back";
+  const needs: Array<[SettingName, NeededPermission, string]> = [
+    [
+      "PORT",
+      { name: "net", host: listen },
+      `"HOST"/"PORT": this build may not listen on ${listen} (--allow-net=${listen}); ${rebuild}`,
+    ],
+    [
+      "MESSENGER_API_URL",
+      { name: "net", host: api },
+      `"MESSENGER_API_URL": this build may not connect to ${api} (--allow-net=${api}); ${rebuild}`,
+    ],
+    [
+      "MESSAGES_FILE",
+      { name: "write", path: config.messagesFile },
+      `"MESSAGES_FILE": this build may not write ${config.messagesFile} ` +
+      `(--allow-write=${config.messagesFile}); ${rebuild}`,
+    ],
+  ];
+  for (const verify of verifyAddresses(config)) {
+    needs.push([
+      "TURNSTILE_VERIFY_URL",
+      { name: "net", host: verify },
+      `"TURNSTILE_VERIFY_URL": this build may not connect to ${verify} (--allow-net=${verify}); ` +
+      `build with CHALLENGE=turnstile (deno task compile) or change it back`,
+    ]);
+  }
+  if (config.serveExample) {
+    // A binary is never built with the page's read permission (compile ignores SERVE_EXAMPLE):
+    // rebuilding cannot help, so the hint names what can.
+    needs.push([
+      "SERVE_EXAMPLE",
+      { name: "read", path: examplePagePath() },
+      `"SERVE_EXAMPLE": a binary does not serve the example page; ` +
+      "unset it, or try the form with deno task start",
+    ]);
+  }
+  return needs.filter(([, permission]) => !granted(permission))
+    .map(([setting, , message]) => ({ setting, message }));
+}
+
+/**
+ * One line for an error that a missing permission caused, naming what to grant; `undefined`
+ * for any other error. `NotCapable` is Deno refusing (a flag is missing); `PermissionDenied` is
+ * the operating system refusing (a file's owner or mode).
+ */
+export function permissionLine(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const first = error.message.split("\n")[0]!.slice(0, 300);
+  if (error instanceof Deno.errors.NotCapable) {
+    const match = /Requires (\w+) access to "([^"]*)"/.exec(first);
+    const kind = match?.[1];
+    const grant = kind === "env"
+      ? `--allow-env=${SETTING_NAMES.join(",")}`
+      : kind === undefined
+      ? "the permission it names"
+      : `--allow-${kind}${match?.[2] ? `=${match[2]}` : ""}`;
+    return `contactd: not permitted: ${first}; grant ${grant} ` +
+      "(from a checkout: deno task contactd <command> grants what the settings need)";
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return `contactd: the system refused access: ${first}; check the owner and mode of the file`;
+  }
+  return undefined;
+}

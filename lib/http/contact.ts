@@ -1,0 +1,231 @@
+/**
+ * `POST /api/contact`: the rules in the order they apply.
+ *
+ * @module
+ */
+import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
+import { accept, type AcceptDeps } from "./accept.ts";
+import { formatTimestamp } from "../storage/backup.ts";
+import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
+import type { ChallengeGate, ChallengeVerdict } from "../challenge/altcha.ts";
+import { clientAddress, type RealIpHeader } from "../net/client_address.ts";
+import { checkOrigin, corsHeaders } from "./cors.ts";
+import { parseFormPost } from "../form/form_post.ts";
+import type { Cidr } from "../net/ip.ts";
+import { describeError, type Logger } from "../log/logger.ts";
+import { outcome } from "../log/tally.ts";
+import { type RateLimiter, rateLimitKey } from "../net/rate_limit.ts";
+import { type ErrorCode, ERRORS } from "./errors.ts";
+import { decodeJson, isRecord } from "../common/json.ts";
+import { parseSubmission, type SubmissionResult } from "../form/submission.ts";
+
+/** Everything the contact pipeline touches outside itself. */
+export interface ContactDeps extends AcceptDeps {
+  /** The clock, in milliseconds since the epoch (`Date.now`); read once per request. */
+  readonly now: () => number;
+  readonly trustedProxies: readonly Cidr[];
+  /** `REAL_IP_HEADER`: the header trusted proxies name the client in; default X-Forwarded-For. */
+  readonly realIpHeader?: RealIpHeader;
+  readonly limiter: RateLimiter;
+  /** `ALLOWED_ORIGINS`; empty means no CORS and no `Origin` check. */
+  readonly allowedOrigins: readonly string[];
+  /**
+   * Hands out the signal that aborts when the request body has taken too long; called once per
+   * admitted POST with the request's time. createHandler defaults it to one shared signal per
+   * second (lib/http/deadline.ts).
+   */
+  readonly bodyDeadline: (nowMs: number) => AbortSignal;
+  /** `CHALLENGE`: the check after the honeypot; absent with `CHALLENGE=none`. */
+  readonly challenge?: ChallengeGate | undefined;
+}
+
+/** The TCP peer as `Deno.serve` reports it. */
+export interface PeerInfo {
+  readonly remoteAddr: { readonly hostname: string };
+}
+
+/**
+ * Handles one `POST /api/contact`. Refusals made before the body is read come back at once;
+ * the rest as a promise that never rejects (an unexpected error is answered `500`).
+ */
+export function handleContact(
+  deps: ContactDeps,
+  request: Request,
+  info: PeerInfo,
+): Response | Promise<Response> {
+  const nowMs = deps.now();
+  const { allowedOrigins } = deps;
+  const kind = bodyKind(request.headers.get("content-type"));
+  // Without ALLOWED_ORIGINS the header is not even read (checkOrigin ignores it then).
+  const origin = checkOrigin(
+    allowedOrigins.length === 0 ? null : request.headers.get("origin"),
+    allowedOrigins,
+  );
+  const cors = corsHeaders(origin, allowedOrigins);
+  // Form posts come from browsers without JavaScript: they get pages, not JSON.
+  const answer: Answers = kind === "form" ? formAnswers(cors) : jsonAnswers(cors);
+
+  if (origin.kind === "refused") {
+    // Before the rate limit: another site's visitors must not use up this site's quota.
+    deps.log("info", {
+      event: "contact",
+      status: 403,
+      result: "origin_not_allowed",
+      origin: origin.origin.slice(0, 100),
+    });
+    return answer.error("origin_not_allowed");
+  }
+
+  const ip = clientAddress(
+    info.remoteAddr.hostname,
+    request.headers,
+    deps.trustedProxies,
+    deps.realIpHeader,
+  );
+  const decision = deps.limiter.take(rateLimitKey(ip), nowMs);
+  if (!decision.allowed) {
+    outcome(deps.log, 429, "rate_limited");
+    return answer.error("rate_limited", {
+      headers: { "retry-after": String(decision.retryAfterSeconds) },
+    });
+  }
+
+  // One limit for every body, the reverse proxy's (client_max_body_size 16k).
+  return withBody(
+    request,
+    BODY_LIMIT,
+    deps.bodyDeadline(nowMs),
+    (body) => withinBody(deps, body, { request, kind, cors, answer, ip, nowMs }),
+    (error) => internalError(deps.log, request, error),
+  );
+}
+
+/** What the rules after the body need from before it. */
+interface Context {
+  readonly request: Request;
+  readonly kind: "json" | "form" | undefined;
+  readonly cors: Readonly<Record<string, string>>;
+  readonly answer: Answers;
+  readonly ip: string;
+  readonly nowMs: number;
+}
+
+/** The rules that need the body, in order; a valid submission goes on to {@linkcode accept}. */
+function withinBody(
+  deps: ContactDeps,
+  body: BodyResult,
+  context: Context,
+): Response | Promise<Response> {
+  const { kind, answer } = context;
+  if (!body.ok && body.reason === "timeout") {
+    outcome(deps.log, 408, "request_timeout");
+    // The body is left unread, so the connection closes. Deno's HTTP layer says so itself
+    // (`connection: close`) for a Content-Length body, not for a chunked one: one header each.
+    return answer.error(
+      "request_timeout",
+      context.request.headers.has("content-length") ? {} : {
+        headers: { connection: "close" },
+      },
+    );
+  }
+  if (!body.ok) {
+    outcome(deps.log, 413, "payload_too_large");
+    return answer.error(
+      "payload_too_large",
+      context.request.headers.has("content-length") ? {} : {
+        headers: { connection: "close" },
+      },
+    );
+  }
+  if (kind === undefined) {
+    outcome(deps.log, 415, "unsupported_media_type");
+    return answer.error("unsupported_media_type");
+  }
+
+  let parsed: SubmissionResult;
+  let answers = answer;
+  let proof: unknown;
+  const gate = deps.challenge;
+  if (kind === "form") {
+    const post = parseFormPost(body.bytes, deps.allowedOrigins);
+    answers = formAnswers(context.cors, post.targets);
+    parsed = post.result;
+    if (gate !== undefined) proof = post.proofs[gate.field];
+  } else {
+    const decoded = decodeJson(body.bytes);
+    parsed = decoded.ok ? parseSubmission(decoded.value) : { kind: "invalid", code: decoded.code };
+    if (gate !== undefined && decoded.ok && isRecord(decoded.value)) {
+      proof = Object.hasOwn(decoded.value, gate.field) ? decoded.value[gate.field] : undefined;
+    }
+  }
+  if (parsed.kind === "honeypot") {
+    outcome(deps.log, 200, "honeypot");
+    return answers.success();
+  }
+  // A body that could not be decoded has no proof to check: its 400 comes first.
+  if (gate !== undefined && !(parsed.kind === "invalid" && UNDECODED.has(parsed.code))) {
+    return gate.check(proof, context.ip, context.nowMs).then((verdict) => {
+      const consume = () => gate.consume?.(proof, context.nowMs) ?? "passed";
+      if (verdict === "passed") return afterChallenge(deps, parsed, answers, context, consume);
+      outcome(deps.log, ERRORS[verdict].status, verdict);
+      return answers.error(verdict);
+    }).catch((error) => internalError(deps.log, context.request, error));
+  }
+  return afterChallenge(deps, parsed, answers, context, () => "passed");
+}
+
+/** Refusals of a body whose fields could not be read at all: they come before the challenge. */
+const UNDECODED: ReadonlySet<ErrorCode> = new Set([
+  "invalid_json",
+  "invalid_encoding",
+  "invalid_body",
+]);
+
+/**
+ * Validation, then the proof is used up (`consume`: only a valid submission spends it, so posts
+ * refused here cannot fill the replay set), then {@linkcode accept}.
+ */
+function afterChallenge(
+  deps: ContactDeps,
+  parsed: SubmissionResult,
+  answers: Answers,
+  context: Context,
+  consume: () => ChallengeVerdict,
+): Response | Promise<Response> {
+  if (parsed.kind === "honeypot") return answers.success(); // answered before; for the types
+  if (parsed.kind === "invalid") {
+    outcome(deps.log, 400, parsed.code);
+    return answers.error(parsed.code, parsed); // its field and sentence, if any
+  }
+  const consumed = consume();
+  if (consumed !== "passed") {
+    outcome(deps.log, ERRORS[consumed].status, consumed);
+    return answers.error(consumed);
+  }
+  const { ip, nowMs, request } = context;
+  const ts = formatTimestamp(new Date(nowMs));
+  return accept(deps, answers, { ...parsed.submission, ip, ts })
+    .catch((error) => internalError(deps.log, request, error));
+}
+
+/**
+ * Logs an unexpected error (its description, never the request's data) and answers `500`
+ * with the fixed sentence: plain text to a form post (a browser shows it as a page), else JSON.
+ */
+export function internalError(log: Logger, request: Request, error: unknown): Response {
+  log("error", { event: "internal_error", status: 500, error: describeError(error) });
+  const form = bodyKind(request.headers.get("content-type")) === "form";
+  return (form ? formAnswers() : jsonAnswers()).error("internal");
+}
+
+/**
+ * `json` for `application/json`, `form` for `application/x-www-form-urlencoded`, parameters
+ * such as `; charset=utf-8` allowed, case-insensitive; `undefined` for anything else.
+ */
+export function bodyKind(header: string | null): "json" | "form" | undefined {
+  if (header === "application/json") return "json"; // the common case, without allocations
+  const essence = header?.split(";", 1)[0]?.trim().toLowerCase();
+  if (essence === "application/json") return "json";
+  if (essence === "application/x-www-form-urlencoded") return "form";
+  return undefined;
+}

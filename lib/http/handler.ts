@@ -1,0 +1,179 @@
+/**
+ * Routing, health, and the last line of defence against unexpected errors.
+ *
+ * @module
+ */
+import { type ContactDeps, handleContact, internalError, type PeerInfo } from "./contact.ts";
+import { BODY_TIMEOUT_MS } from "./body.ts";
+import { checkOrigin, corsHeaders, preflightResponse } from "./cors.ts";
+import { clientAddress } from "../net/client_address.ts";
+import { outcome } from "../log/tally.ts";
+import { type RateLimiter, rateLimitKey } from "../net/rate_limit.ts";
+import { sharedDeadline } from "./deadline.ts";
+import { errorResponse, jsonResponse, NO_STORE } from "./responses.ts";
+import { examplePageResponse } from "./example_page.ts";
+
+/** The dependencies of the whole HTTP surface. */
+export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allowedOrigins"> & {
+  /** `ALLOWED_ORIGINS`; empty or absent means no CORS and no `Origin` check. */
+  readonly allowedOrigins?: readonly string[];
+  /** Body-read deadlines; default: one shared 10 s signal per second of arrival. */
+  readonly bodyDeadline?: ContactDeps["bodyDeadline"];
+  /** The example form's bytes, served at `/`; absent unless `SERVE_EXAMPLE=1`. */
+  readonly examplePage?: Uint8Array | undefined;
+  /**
+   * The budget of `GET /api/challenge` (which exists while `challenge.issue` does), apart from
+   * the POSTs' so fetching challenges cannot lock a visitor out of posting.
+   */
+  readonly challengeLimiter?: RateLimiter | undefined;
+};
+
+/** A `Deno.serve` handler with health state of its own. */
+export type Handler = (request: Request, info: PeerInfo) => Response | Promise<Response>;
+
+/** Builds the request handler. Health `ok` is false while the backup file cannot be written. */
+export function createHandler(deps: HandlerDeps): Handler {
+  let storageOk = true;
+  const allowedOrigins = deps.allowedOrigins ?? [];
+  const contactDeps: ContactDeps = {
+    ...deps,
+    allowedOrigins,
+    bodyDeadline: deps.bodyDeadline ?? sharedDeadline(BODY_TIMEOUT_MS),
+    onStorage: (ok) => (storageOk = ok),
+  };
+  const { examplePage, challengeLimiter } = deps;
+  const issue = deps.challenge?.issue?.bind(deps.challenge);
+  const routes: Readonly<Record<string, readonly string[]>> = {
+    // OPTIONS (the CORS preflight) exists only while other origins are allowed.
+    "/api/contact": allowedOrigins.length > 0 ? ["POST", "OPTIONS"] : ["POST"],
+    "/api/health": ["GET", "HEAD"],
+    ...(examplePage === undefined ? {} : { "/": ["GET", "HEAD"] }),
+    ...(issue === undefined || challengeLimiter === undefined ? {} : { "/api/challenge": ["GET"] }),
+  };
+
+  // Not async: the contact pipeline's answer (a promise that never rejects) is handed on as is.
+  return (request, info) => {
+    try {
+      const path = pathOf(request.url, request.headers.get("host"));
+      const methods = Object.hasOwn(routes, path) ? routes[path] : undefined;
+      if (methods === undefined) return errorResponse("not_found");
+      if (!methods.includes(request.method)) {
+        return errorResponse("method_not_allowed", { headers: { allow: methods.join(", ") } });
+      }
+      if (path === "/api/health") {
+        const health = { ok: storageOk, configured: deps.queue !== undefined };
+        return jsonResponse(200, health, NO_STORE);
+      }
+      if (path === "/" && examplePage !== undefined) {
+        return examplePageResponse(examplePage, request.method);
+      }
+      if (path === "/api/challenge" && issue !== undefined && challengeLimiter !== undefined) {
+        return challengeResponse(deps, challengeLimiter, issue, request, info);
+      }
+      if (request.method === "OPTIONS") {
+        const response = preflightResponse(request, allowedOrigins);
+        // A refused preflight is the only trace of a misconfigured embedding site: name it.
+        const origin = response.status === 403 ? request.headers.get("origin") : null;
+        deps.log("info", {
+          event: "preflight",
+          status: response.status,
+          ...(origin === null
+            ? {}
+            : { result: "origin_not_allowed", origin: origin.slice(0, 100) }),
+        });
+        return response;
+      }
+      return handleContact(contactDeps, request, info);
+    } catch (error) {
+      return internalError(deps.log, request, error);
+    }
+  };
+}
+
+/**
+ * `GET /api/challenge`: the origin check and CORS of the POST, its own rate limit, then a fresh
+ * challenge as JSON, never cached. A promise that never rejects.
+ */
+function challengeResponse(
+  deps: HandlerDeps,
+  limiter: RateLimiter,
+  issue: (nowMs: number) => Promise<unknown>,
+  request: Request,
+  info: PeerInfo,
+): Response | Promise<Response> {
+  const nowMs = deps.now();
+  const allowedOrigins = deps.allowedOrigins ?? [];
+  const origin = checkOrigin(
+    allowedOrigins.length === 0 ? null : request.headers.get("origin"),
+    allowedOrigins,
+  );
+  const cors = corsHeaders(origin, allowedOrigins);
+  if (origin.kind === "refused") {
+    deps.log("info", {
+      event: "challenge",
+      status: 403,
+      result: "origin_not_allowed",
+      origin: origin.origin.slice(0, 100),
+    });
+    return errorResponse("origin_not_allowed", { headers: cors });
+  }
+  const ip = clientAddress(
+    info.remoteAddr.hostname,
+    request.headers,
+    deps.trustedProxies,
+    deps.realIpHeader,
+  );
+  const decision = limiter.take(rateLimitKey(ip), nowMs);
+  if (!decision.allowed) {
+    outcome(deps.log, 429, "challenge_rate_limited");
+    return errorResponse("rate_limited", {
+      headers: { ...cors, "retry-after": String(decision.retryAfterSeconds) },
+    });
+  }
+  return issue(nowMs).then(
+    // Built directly: each challenge is unique, so it must not take a slot of the answer cache.
+    (challenge) =>
+      new Response(JSON.stringify(challenge), {
+        headers: { "content-type": "application/json", ...NO_STORE, ...cors },
+      }),
+    (error) => internalError(deps.log, request, error),
+  );
+}
+
+/**
+ * The request's path, as `new URL(url).pathname` would give it, without depending on the
+ * `Host` header being parseable (`Host: [bad` makes `new URL(request.url)` throw).
+ *
+ * Deno builds `request.url` as `scheme://` + authority + request-target, the authority being
+ * the `Host` header as sent (or the absolute-form target's authority, or `localhost:port`).
+ * The target is what follows that authority; it is resolved against a fixed valid origin, so
+ * dot segments and backslashes normalise as before. `""` (routed nowhere) when no target can
+ * be found or it does not start with `/` (`OPTIONS *`). Never throws.
+ */
+export function pathOf(url: string, host: string | null): string {
+  const scheme = url.indexOf("://");
+  if (scheme < 0) return "";
+  const authority = scheme + 3;
+  // The Host text may itself hold "/", "?" or "#": skip it whole when it is the authority.
+  const start = host !== null && host !== "" && url.startsWith(host, authority)
+    ? authority + host.length
+    : url.indexOf("/", authority);
+  if (start < 0 || url.charCodeAt(start) !== 47) return ""; // "/"
+  const target = url.slice(start);
+  let path = paths.get(target);
+  if (path === undefined) {
+    try {
+      path = new URL(`http://h${target}`).pathname;
+    } catch {
+      path = "";
+    }
+    if (paths.size >= MAX_PATHS) paths.clear();
+    paths.set(target, path);
+  }
+  return path;
+}
+
+// The same few targets (two paths) arrive over and over: resolve each once. Keyed by the exact
+// target text, so the answer is always what `new URL` says; cleared when full.
+const paths = new Map<string, string>();
+const MAX_PATHS = 256;
