@@ -1,9 +1,11 @@
 /** Micro-benchmarks of the limiter and the client address (`deno bench`). */
 import { clientAddress } from "../lib/net/client_address.ts";
-import { parseCidr } from "../lib/net/ip.ts";
+import { parseCidr } from "../lib/common/ip.ts";
 import { RateLimiter, rateLimitKey } from "../lib/net/rate_limit.ts";
+import { postBudget } from "../lib/http/budgets.ts";
+import { parseConfig } from "../lib/config/config.ts";
 
-const limiter = new RateLimiter({ limit: 5, windowMs: 60_000, maxEntries: 1_000_000 });
+const limiter = new RateLimiter(postBudget(parseConfig({}).rateLimit)); // RATE_LIMIT unset
 let n = 0;
 let now = Date.now();
 const nextV4 = () => {

@@ -4,6 +4,8 @@
  * `MESSENGER_API_URL`, `MESSAGES_FILE`, `CHALLENGE`, `TURNSTILE_VERIFY_URL` baked in as the
  * binary's defaults (arguments after
  * `main.ts`, `--built-default NAME=VALUE`: never `--env-file`, which would embed the secrets).
+ * The build settings come from the environment and `.env` in the checkout, read as
+ * `deno task start` reads it (the environment wins); what was baked in is printed.
  *
  * `--print` prints the `deno` arguments as a JSON array instead of building (the tests run the
  * service with exactly these arguments). `--target` builds for another OS or architecture, into
@@ -14,6 +16,7 @@
 import { ConfigError, DEFAULTS, parseConfig } from "../lib/config/config.ts";
 import { BUILT_DEFAULT_FLAG } from "../lib/cli/cli.ts";
 import { BUILD_SETTINGS, serviceFlags } from "../lib/config/permissions.ts";
+import { DOT_ENV, readDotEnv } from "./launch.ts";
 
 /** Names the one env file the binary may read (`contactd --env-file`). */
 const ENV_FILE_SETTING = "CONTACTD_ENV_FILE";
@@ -108,7 +111,20 @@ export function compileFailure(stderr: string, denortBin: string | undefined): s
   if (!/error sending request|dns error|connect|timed out|download/i.test(stderr)) return undefined;
   return `compile: this host is offline (the denort base binary of Deno ${Deno.version.deno} ` +
     `cannot be downloaded); run DENORT_BIN=/path/to/denort deno task compile with a denort of ` +
-    `the same version (README, Deployment)`;
+    `the same version (docs/deployment.md, "Offline build hosts")`;
+}
+
+/**
+ * The line saying what a build bakes in: each build setting as the binary will default to it
+ * (the build's value, else contactd's default) and the env file it may read. None is a secret.
+ */
+export function bakedInLine(buildEnv: Readonly<Record<string, string | undefined>>): string {
+  const defaults: Readonly<Record<string, string>> = DEFAULTS;
+  const values = BUILD_SETTINGS.map((name) =>
+    `${name}=${buildEnv[name]?.trim() || defaults[name]}`
+  );
+  const envFile = buildEnv[ENV_FILE_SETTING]?.trim() || DEFAULT_ENV_FILE;
+  return `compile: baked in: ${values.join(" ")}; settings file --env-file ${envFile}`;
 }
 
 /** The reminder the systemd unit needs when the port is not the default. */
@@ -119,8 +135,18 @@ export function socketBindNote(port: string | undefined): string | undefined {
 }
 
 async function compile(args: readonly string[]): Promise<number> {
+  const dotEnv = await readDotEnv(DOT_ENV);
+  if (typeof dotEnv === "string") {
+    console.error(`compile: ${dotEnv}`);
+    return 1;
+  }
+  for (const note of dotEnv.notes) console.error(`compile: ${note.text}`);
+  // As deno task start reads them: the environment wins over .env; an empty value is unset.
   const buildEnv = Object.fromEntries(
-    [...BUILD_SETTINGS, ENV_FILE_SETTING].map((name) => [name, Deno.env.get(name)]),
+    [...BUILD_SETTINGS, ENV_FILE_SETTING].map((name) => [
+      name,
+      Deno.env.get(name) ?? dotEnv.values[name],
+    ]),
   );
   let denoArgs: string[];
   let options: CompileOptions;
@@ -132,6 +158,7 @@ async function compile(args: readonly string[]): Promise<number> {
     console.error(`compile: ${error.message}`);
     return 1;
   }
+  console.error(bakedInLine(buildEnv));
   const note = socketBindNote(buildEnv.PORT);
   if (note !== undefined) console.error(note);
   if (options.print) {

@@ -1,7 +1,9 @@
 /**
  * `deno task cycles`: fails when the project's modules import each other in a cycle (as
- * denoland/std's `lint:circular` does). The graph comes from `deno info --json` over every
- * TypeScript file of the project, type-only imports included.
+ * denoland/std's `lint:circular` does), or against the direction of the architecture: a module
+ * of `lib/` importing a topic folder of a higher layer, or one of the same layer, or another
+ * folder's private `_` file (see {@linkcode LAYERS}). The graph comes from `deno info --json`
+ * over every TypeScript file of the project, type-only imports included.
  *
  * @module
  */
@@ -46,6 +48,76 @@ export function findCycles(graph: Graph): string[][] {
   };
   for (const node of [...graph.keys()].sort()) if (!index.has(node)) visit(node);
   return cycles;
+}
+
+/**
+ * The layers of `lib/`, lowest first: a module may import its own folder and the folders of
+ * lower layers only. Folders of one layer are independent of each other. `main.ts` is above
+ * them all; `tests/`, `tasks/` and `bench/` are outside the layering.
+ */
+export const LAYERS: readonly (readonly string[])[] = [
+  ["common"],
+  ["log"],
+  ["config"],
+  ["net", "form", "bot", "challenge", "storage"],
+  ["delivery"],
+  ["http"],
+  ["cli"],
+  ["service"],
+];
+
+/** Where a project file sits: its `lib/` folder and layer, or `main.ts`, or outside. */
+type Place =
+  | { readonly kind: "lib"; readonly folder: string; readonly layer: number; readonly file: string }
+  | { readonly kind: "main" }
+  | { readonly kind: "outside" }
+  | { readonly kind: "unknown"; readonly folder: string };
+
+function _placeOf(path: string): Place {
+  if (path === "main.ts") return { kind: "main" };
+  const match = /^lib\/(?:([^/]+)\/)?([^/]+)$/.exec(path);
+  if (match === null) {
+    return path.startsWith("lib/") ? { kind: "unknown", folder: path } : {
+      kind: "outside",
+    };
+  }
+  const folder = match[1] ?? "";
+  const layer = LAYERS.findIndex((layer) => layer.includes(folder));
+  if (layer < 0) return { kind: "unknown", folder: `lib/${folder}` };
+  return { kind: "lib", folder, layer, file: match[2]! };
+}
+
+/**
+ * Every import of `graph` (keys and targets are paths relative to the project's root) that runs
+ * against {@linkcode LAYERS}, one sentence each: upward, sideways (another folder of the same
+ * layer), into another folder's private `_` file, from `lib/` to `main.ts`, or from a file of
+ * `lib/` outside the table's folders.
+ */
+export function layerViolations(graph: Graph): string[] {
+  const found: string[] = [];
+  for (const [from, targets] of [...graph].sort(([a], [b]) => a.localeCompare(b))) {
+    const source = _placeOf(from);
+    if (source.kind === "unknown") {
+      found.push(`${from}: ${source.folder} is not a topic folder of LAYERS (tasks/cycles.ts)`);
+      continue;
+    }
+    if (source.kind !== "lib") continue;
+    for (const to of targets) {
+      const target = _placeOf(to);
+      if (target.kind === "main") {
+        found.push(`${from} imports ${to}: nothing in lib/ imports main.ts`);
+      }
+      if (target.kind !== "lib" || target.folder === source.folder) continue;
+      if (target.file.startsWith("_")) {
+        found.push(`${from} imports ${to}: a private file of lib/${target.folder}/`);
+      } else if (target.layer > source.layer) {
+        found.push(`${from} imports ${to}: lib/${target.folder}/ is a higher layer`);
+      } else if (target.layer === source.layer) {
+        found.push(`${from} imports ${to}: lib/${target.folder}/ is of the same layer`);
+      }
+    }
+  }
+  return found;
 }
 
 interface InfoModule {
@@ -99,13 +171,24 @@ async function main(): Promise<number> {
     stderr: "inherit",
   }).output();
   if (!output.success) return 1;
-  const cycles = findCycles(graphOf(JSON.parse(new TextDecoder().decode(output.stdout))));
+  const graph = graphOf(JSON.parse(new TextDecoder().decode(output.stdout)));
+  const cycles = findCycles(graph);
   const relative = (url: string) => url.slice(root.href.length);
   for (const cycle of cycles) {
     console.error(`import cycle: ${[...cycle, cycle[0]!].map(relative).join(" -> ")}`);
   }
-  if (cycles.length === 0) console.log(`no import cycles among ${files.length} modules`);
-  return cycles.length === 0 ? 0 : 1;
+  const local = new Map(
+    [...graph].filter(([from]) => from.startsWith(root.href))
+      .map(([from, targets]) => [relative(from), targets.map(relative)]),
+  );
+  const violations = layerViolations(local);
+  for (const violation of violations) console.error(`import against the layers: ${violation}`);
+  if (cycles.length === 0 && violations.length === 0) {
+    console.log(
+      `no import cycles, and every import follows the layers, among ${files.length} modules`,
+    );
+  }
+  return cycles.length === 0 && violations.length === 0 ? 0 : 1;
 }
 
 if (import.meta.main) Deno.exit(await main());

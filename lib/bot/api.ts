@@ -8,7 +8,9 @@
 
 import { splitText } from "./notification.ts";
 import { isRecord } from "../common/json.ts";
+import { readCapped } from "../common/capped_read.ts";
 import { redact } from "../log/redact.ts";
+import type { LogFields } from "../log/logger.ts";
 
 /** How to reach the Bot API and which chat to notify. */
 export interface TelegramOptions {
@@ -100,20 +102,88 @@ export function sendMessage(
   });
 }
 
+/** Who the bot is (`getMe`), or why that could not be asked. */
+export type BotIdentity =
+  | { readonly ok: true; readonly username: string; readonly id: number }
+  | {
+    readonly ok: false;
+    /** As in {@linkcode BotApiResult}: no secret. */
+    readonly error: string;
+    /** Telegram refused the token (`401`, or `404` for one it cannot even route). */
+    readonly tokenRefused: boolean;
+  };
+
+/** What to do about a token Telegram refuses, for the lines that report it. */
+export const TOKEN_REFUSED_HINT = "wrong or revoked token: ask @BotFather";
+
+/** True when a failed call says the token itself is refused. */
+export function isTokenRefused(result: BotApiResult & { ok: false }): boolean {
+  return result.errorCode === 401 || result.errorCode === 404;
+}
+
+/** One `getMe`: the bot's username and id. Never throws. */
+export async function getMe(options: BotApiOptions): Promise<BotIdentity> {
+  const reply = await callBotApi(options, "getMe", {});
+  if (!reply.ok) return { ok: false, error: reply.error, tokenRefused: isTokenRefused(reply) };
+  const bot = isRecord(reply.result) ? reply.result : {};
+  if (typeof bot.username !== "string" || !Number.isSafeInteger(bot.id)) {
+    return { ok: false, error: "invalid getMe reply", tokenRefused: false };
+  }
+  return { ok: true, username: bot.username, id: bot.id as number };
+}
+
+/**
+ * What the service says about its start-up `getMe`: the `bot` field of its `listening` line, or
+ * one line saying what is wrong. A refused token is an error with the fix (the service still
+ * starts and stores, and delivers once the token is right and it restarts); any other failure
+ * (network, timeout) a warning: delivery tries again by itself.
+ */
+export function botCheckReport(
+  identity: BotIdentity,
+): { readonly bot: string } | { readonly level: "error" | "warn"; readonly fields: LogFields } {
+  if (identity.ok) return { bot: `@${identity.username}` };
+  if (identity.tokenRefused) {
+    return {
+      level: "error",
+      fields: {
+        event: "bot_token_refused",
+        error: identity.error,
+        hint: "Telegram refused MESSENGER_BOT_TOKEN (wrong or revoked): copy the bot's token " +
+          "from @BotFather into it and restart; messages are stored meanwhile",
+      },
+    };
+  }
+  return { level: "warn", fields: { event: "bot_check_failed", error: identity.error } };
+}
+
 /** How a failed call bears on what comes next. */
 export type FailureKind =
   /** `429`: flood control; nothing may be sent before its `retry_after` has passed. */
   | "flood"
   /**
    * The settings are wrong until the operator fixes them: the token (`401`, `404`), the chat
-   * (`400` chat not found, a group that became a supergroup) or the bot's place in it (`403`:
-   * blocked by the user, kicked from the group).
+   * (`400` chat not found, a group that became a supergroup, a missing topic) or the bot's place
+   * in it (`403`: blocked by the user, kicked from the group; `400`: no right to post).
    */
   | "settings"
+  /**
+   * Any other `400 Bad Request` in the API's own words: this request as written is refused
+   * (`message is too long`, `message text is empty`, `can't parse entities`), and sending it again
+   * unchanged gets the same answer. It belongs to the one message, not to the API's health.
+   */
+  | "message"
   /** Anything else (timeouts, network errors, `5xx`, odd replies): worth trying again later. */
   | "other";
 
-const CHAT_PROBLEMS = /chat not found|chat_id is empty|upgraded to a supergroup|not enough rights/i;
+/** `400` descriptions that are about the chat (or the bot's rights in it), not one message. */
+const CHAT_PROBLEMS =
+  /chat not found|chat_id is empty|upgraded to a supergroup|not enough rights|have no rights|administrator rights|chat_write_forbidden|thread not found|topic_closed|topic_deleted/i;
+
+/**
+ * A `400` in the API's own words (its JSON `description`): a proxy's HTML `400` is not the
+ * message's fault.
+ */
+const API_BAD_REQUEST = /^400 Bad Request: /;
 
 /** Classifies a failed Bot API call; see {@linkcode FailureKind}. */
 export function failureKind(result: BotApiResult & { ok: false }): FailureKind {
@@ -126,7 +196,7 @@ export function failureKind(result: BotApiResult & { ok: false }): FailureKind {
   ) {
     return "settings";
   }
-  return "other";
+  return code === 400 && API_BAD_REQUEST.test(result.error) ? "message" : "other";
 }
 
 /** The longest pause a `429` may impose, in seconds: an hour. */
@@ -201,10 +271,11 @@ async function exchange(
     signal,
   });
   if (!(response instanceof Response)) return { ok: false, error: "invalid reply" };
-  const text = await readCapped(response, MAX_REPLY_BYTES);
-  if (text === undefined) {
+  const reply = await readCapped(response, MAX_REPLY_BYTES);
+  if (!reply.ok) {
     return { ok: false, error: `${response.status} reply too large`, errorCode: response.status };
   }
+  const text = new TextDecoder().decode(reply.bytes);
   return interpret(response.status, response.statusText, text, options.token);
 }
 
@@ -213,39 +284,6 @@ async function exchange(
  * 100 updates some tens); anything larger is a broken or hostile API, refused before it is held.
  */
 export const MAX_REPLY_BYTES = 1 << 20;
-
-/** The body as text, or `undefined` (and the rest left unread) once it passes `limit` bytes. */
-async function readCapped(response: Response, limit: number): Promise<string | undefined> {
-  const declared = Number(response.headers.get("content-length") ?? "0");
-  if (declared > limit || response.body === null) {
-    await response.body?.cancel().catch(() => {});
-    return declared > limit ? undefined : "";
-  }
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        return undefined;
-      }
-      chunks.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
-}
 
 /** Rejects once `signal` aborts. */
 function aborted(signal: AbortSignal): Promise<never> {

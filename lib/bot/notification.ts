@@ -58,6 +58,28 @@ export function formatHeader(input: NotificationInput, part = ""): string {
   ].join("\n");
 }
 
+/**
+ * What is sent instead of a notification Telegram refused as written (a `400` that belongs to the
+ * message, such as `message is too long`): the id, the late line, the refusal, and where to read
+ * the text, with nothing a stranger wrote (name, contact or message may be what was refused).
+ *
+ * @example
+ * ```ts
+ * refusedNotice({ name: "Ann", contact: "", message: "Hi", ip: "203.0.113.9", ts: "2026-11-22T14:03:09Z", id: "k3x9q2ab" }, "400 Bad Request: message is too long");
+ * // "New contact message #k3x9q2ab\nNot shown: Telegram refused its text (400 Bad Request: …)…"
+ * ```
+ */
+export function refusedNotice(input: NotificationInput, refusal: string): string {
+  return [
+    `New contact message #${input.id}`,
+    ...(input.late === undefined ? [] : [lateLine(input.late)]),
+    `Not shown: Telegram refused its text (${headerValue(refusal)}); ` +
+    "it is in the backup file (MESSAGES_FILE), under this time and IP.",
+    `IP: ${headerValue(input.ip)}`,
+    `Time: ${headerValue(input.ts)}`,
+  ].join("\n");
+}
+
 function lateLine(late: LateDelivery): string {
   const why = late.firstError === null
     ? "it waited in the queue"

@@ -1,7 +1,9 @@
 /**
  * The spam challenge of `POST /api/contact`: the gate both kinds share, and ALTCHA (a
  * self-hosted proof of work, created and verified by the npm package `altcha-lib`) with its
- * bounded, expiring set of solutions already used.
+ * bounded, expiring set of solutions already used, kept for as long as a solution could be valid
+ * by either the wall clock or the monotonic clock (a clock stepped forward and back replays
+ * nothing).
  *
  * @module
  */
@@ -72,6 +74,11 @@ export interface AltchaOptions {
    * the set of used solutions is full of unexpired ones.
    */
   readonly onFull?: () => void;
+  /**
+   * `now`: a monotonic clock (default `performance.now`); `wallNow`: the system clock that
+   * altcha-lib reads for expiry (default `Date.now`). The service's clock has this shape.
+   */
+  readonly clock?: { readonly now: () => number; readonly wallNow: () => number };
 }
 
 /** How often, at most, {@linkcode AltchaOptions.onFull} is told the set is full. */
@@ -89,6 +96,8 @@ export class Altcha implements ChallengeGate {
   readonly #ttlMs: number;
   readonly #used: ReplaySet;
   readonly #onFull: (() => void) | undefined;
+  readonly #monotonicNow: () => number;
+  readonly #wallNow: () => number;
   #lastFullWarningMs = -Infinity;
 
   /** Builds the gate; the secret is validated by lib/config/config.ts. */
@@ -98,6 +107,8 @@ export class Altcha implements ChallengeGate {
     this.#ttlMs = options.ttlMs ?? ALTCHA_TTL_MS;
     this.#used = new ReplaySet(options.replayCapacity ?? REPLAY_CAPACITY);
     this.#onFull = options.onFull;
+    this.#monotonicNow = options.clock?.now ?? (() => performance.now());
+    this.#wallNow = options.clock?.wallNow ?? Date.now;
   }
 
   /** A fresh challenge (altcha-lib's `createChallenge`), expiring `ttlMs` after `nowMs`. */
@@ -113,7 +124,7 @@ export class Altcha implements ChallengeGate {
   /**
    * `challenge_required` when absent or blank; `challenge_failed` when malformed, of another
    * algorithm, unsigned by this secret, wrongly solved, expired (at its expiry millisecond too,
-   * by `nowMs` or the system clock, whichever is later) or already used. Records nothing: a
+   * by `nowMs` or the wall clock, whichever is later) or already used. Records nothing: a
    * passed solution is used up by {@linkcode Altcha.consume}.
    */
   async check(value: unknown, _ip: string, nowMs: number): Promise<ChallengeVerdict> {
@@ -140,7 +151,13 @@ export class Altcha implements ChallengeGate {
   consume(value: unknown, nowMs: number): ChallengeVerdict {
     const payload = decodePayload(value);
     if (payload === undefined || this.#spent(payload, nowMs)) return "challenge_failed";
-    if (this.#used.add(payload.signature, expiresMs(payload), nowMs)) return "passed";
+    // Kept until it has expired by the wall clock (read as early as either reading says) and
+    // as long again by the monotonic clock: a wall clock stepped forward, then back, forgets
+    // nothing that altcha-lib would accept again.
+    const now = this.#instant(nowMs);
+    const expires = expiresMs(payload);
+    const lasts = { wall: expires, monotonic: now.monotonic + Math.max(0, expires - now.wall) };
+    if (this.#used.add(payload.signature, lasts, now)) return "passed";
     if (nowMs - this.#lastFullWarningMs >= FULL_WARNING_INTERVAL_MS) {
       this.#lastFullWarningMs = nowMs;
       this.#onFull?.();
@@ -156,9 +173,25 @@ export class Altcha implements ChallengeGate {
    * number is written.
    */
   #spent(payload: AltchaPayload, nowMs: number): boolean {
-    return expiresMs(payload) <= Math.max(nowMs, Date.now()) ||
-      this.#used.has(payload.signature, nowMs);
+    return expiresMs(payload) <= Math.max(nowMs, this.#wallNow()) ||
+      this.#used.has(payload.signature, this.#instant(nowMs));
   }
+
+  /** Now by both clocks; the wall clock's earlier reading, so nothing is forgotten early. */
+  #instant(nowMs: number): Instant {
+    return { wall: Math.min(nowMs, this.#wallNow()), monotonic: this.#monotonicNow() };
+  }
+}
+
+/** A moment by the wall clock and by the monotonic clock, in ms. */
+export interface Instant {
+  readonly wall: number;
+  readonly monotonic: number;
+}
+
+/** True when `expires` has passed by both clocks at `now`. */
+function _expired(expires: Instant, now: Instant): boolean {
+  return expires.wall <= now.wall && expires.monotonic <= now.monotonic;
 }
 
 /** The expiry a payload's salt carries (`?expires=` seconds), in ms since the epoch. */
@@ -202,13 +235,14 @@ export function decodePayload(value: unknown): AltchaPayload | undefined {
 }
 
 /**
- * Solutions already accepted, each until its challenge expires (after that altcha-lib refuses
- * the challenge anyway). Bounded: at `capacity` entries, expired ones are dropped; if none has
- * expired, `add` refuses rather than forget one (forgetting would let it be replayed).
+ * Solutions already accepted, each until its challenge has expired by both clocks (after that
+ * altcha-lib refuses the challenge anyway). Bounded: at `capacity` entries, expired ones are
+ * dropped; if none has expired, `add` refuses rather than forget one (forgetting would let it be
+ * replayed).
  */
 export class ReplaySet {
   readonly #capacity: number;
-  readonly #entries = new Map<string, number>(); // key → expiry, ms since the epoch
+  readonly #entries = new Map<string, Instant>(); // key → expiry by each clock
   #lastFullSweepMs = -Infinity;
 
   /** A set holding at most `capacity` keys. */
@@ -224,30 +258,32 @@ export class ReplaySet {
     return this.#entries.size;
   }
 
-  /** True when `key` was added and has not expired at `nowMs`. */
-  has(key: string, nowMs: number): boolean {
+  /** True when `key` was added and has not expired by both clocks at `now`. */
+  has(key: string, now: Instant): boolean {
     const expires = this.#entries.get(key);
-    return expires !== undefined && expires > nowMs;
+    return expires !== undefined && !_expired(expires, now);
   }
 
   /**
-   * Remembers `key` until `expiresMs`; false when the set is full of unexpired keys. Expired
-   * keys at the oldest end go on every call; a full sweep runs at most once a second, so a
-   * flood at the bound costs no more than a scan per second.
+   * Remembers `key` until `expires` has passed by both clocks; false when the set is full of
+   * unexpired keys. Expired keys at the oldest end go on every call; a full sweep runs at most
+   * once a second (monotonic), so a flood at the bound costs no more than a scan per second.
    */
-  add(key: string, expiresMs: number, nowMs: number): boolean {
-    for (const [oldest, expires] of this.#entries) {
-      if (expires > nowMs) break;
+  add(key: string, expires: Instant, now: Instant): boolean {
+    for (const [oldest, held] of this.#entries) {
+      if (!_expired(held, now)) break;
       this.#entries.delete(oldest);
     }
-    if (this.#entries.size >= this.#capacity && nowMs - this.#lastFullSweepMs >= 1_000) {
-      this.#lastFullSweepMs = nowMs;
-      for (const [held, expires] of this.#entries) {
-        if (expires <= nowMs) this.#entries.delete(held);
+    if (
+      this.#entries.size >= this.#capacity && now.monotonic - this.#lastFullSweepMs >= 1_000
+    ) {
+      this.#lastFullSweepMs = now.monotonic;
+      for (const [stale, held] of this.#entries) {
+        if (_expired(held, now)) this.#entries.delete(stale);
       }
     }
     if (this.#entries.size >= this.#capacity) return false;
-    this.#entries.set(key, expiresMs);
+    this.#entries.set(key, expires);
     return true;
   }
 }

@@ -4,6 +4,7 @@
  * @module
  */
 import type { ChallengeGate, ChallengeVerdict } from "./altcha.ts";
+import { readCapped } from "../common/capped_read.ts";
 
 /** Cloudflare's verification endpoint, the default of `TURNSTILE_VERIFY_URL`. */
 export const TURNSTILE_VERIFY_URL = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
@@ -108,9 +109,9 @@ export class Turnstile implements ChallengeGate {
         await response.body?.cancel();
         return outage(`status ${response.status}`);
       }
-      const bytes = await readCapped(response, TURNSTILE_MAX_ANSWER);
-      if (bytes === undefined) return outage("answer too large");
-      text = new TextDecoder().decode(bytes);
+      const read = await readCapped(response, TURNSTILE_MAX_ANSWER);
+      if (!read.ok) return outage("answer too large");
+      text = new TextDecoder().decode(read.bytes);
     } catch (error) {
       return outage(signal.aborted ? "timeout" : errorName(error));
     }
@@ -141,29 +142,4 @@ export const SERVICE_FAULTS: ReadonlySet<string> = new Set([
 
 function errorName(error: unknown): string {
   return error instanceof Error ? error.name : "error";
-}
-
-/** The body, or `undefined` once it passes `limit` bytes (the rest is not read). */
-async function readCapped(response: Response, limit: number): Promise<Uint8Array | undefined> {
-  if (response.body === null) return new Uint8Array(0);
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    length += value.length;
-    if (length > limit) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return bytes;
 }

@@ -5,7 +5,6 @@
  * @module
  */
 import { parseArgs as parseNodeArgs } from "node:util";
-import { parseEnv } from "node:util";
 import { DEFAULTS, SETTING_NAMES, type SettingName } from "../config/config.ts";
 import {
   chatIdCommand,
@@ -15,7 +14,14 @@ import {
   sendTestCommand,
 } from "./commands.ts";
 import { BUILD_SETTINGS } from "../config/permissions.ts";
-import { mergeSettings, readSettings, type Settings } from "../config/settings.ts";
+import {
+  envFileNotes,
+  mergeSettings,
+  parseEnvFile,
+  readSettings,
+  type Settings,
+} from "../config/settings.ts";
+import { settingsLogger } from "../log/logger.ts";
 
 /**
  * `--built-default NAME=VALUE`: a default baked into a binary by `deno task compile` (arguments
@@ -23,6 +29,12 @@ import { mergeSettings, readSettings, type Settings } from "../config/settings.t
  * for; the env file and the environment still win.
  */
 export const BUILT_DEFAULT_FLAG = "--built-default";
+
+/**
+ * `--launched-by-task`: `deno task contactd` (tasks/launch.ts) runs this; its settings come
+ * from `.env` in the checkout, so help and messages name that way of running contactd.
+ */
+export const LAUNCHED_BY_TASK_FLAG = "--launched-by-task";
 
 /** Defaults baked into a binary, by setting name. */
 export type BuiltDefaults = Readonly<Partial<Record<typeof BUILD_SETTINGS[number], string>>>;
@@ -53,7 +65,9 @@ const SETTING_HELP: Record<SettingName, string> = {
   DELIVERY_WAIT_MS: "how long a sender waits for delivery before 502 'saved', 1000 to 30000 ms",
   DELIVERY_MAX_AGE: "undelivered messages older than this are given up: 90m, 36h, 7d (1m-365d)",
   ALLOWED_ORIGINS: "origins (comma list) whose pages may post: CORS, Origin check, redirects",
-  SERVE_EXAMPLE: "1 serves examples/contact.html at / for trying contactd out (not in the binary)",
+  SERVE_EXAMPLE:
+    "1 serves examples/contact.html at / for trying contactd out (not in the binary; CHALLENGE=none)",
+  RATE_LIMIT: "POSTs per client address (IPv6: /64) per window: 5/60s, 30/10m (1-100, 1s-24h)",
   CHALLENGE: "spam challenge a POST must pass: none, altcha (self-hosted) or turnstile",
   CHALLENGE_SECRET:
     "altcha: HMAC key, >= 32 bytes: 43+ base64 or 64+ hex chars; turnstile: secret key; never printed",
@@ -62,10 +76,12 @@ const SETTING_HELP: Record<SettingName, string> = {
 
 /** What the command line asked for. */
 export type Invocation =
-  | { readonly kind: "help"; readonly builtDefaults?: BuiltDefaults }
+  | { readonly kind: "help"; readonly builtDefaults?: BuiltDefaults; readonly viaTask?: boolean }
   | { readonly kind: "version" }
   | {
     readonly kind: "run";
+    /** Run by `deno task contactd` (see {@linkcode LAUNCHED_BY_TASK_FLAG}). */
+    readonly viaTask?: boolean;
     readonly command: CommandName;
     readonly envFile?: string;
     /** `pending --with-text`: show the messages themselves. */
@@ -99,6 +115,7 @@ export function parseCommandLine(args: readonly string[]): Invocation {
         "env-file": { type: "string" },
         "with-text": { type: "boolean" },
         "stop-on-stdin-eof": { type: "boolean" },
+        [LAUNCHED_BY_TASK_FLAG.slice(2)]: { type: "boolean" },
         [BUILT_DEFAULT_FLAG.slice(2)]: { type: "string", multiple: true },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean", short: "V" },
@@ -111,7 +128,8 @@ export function parseCommandLine(args: readonly string[]): Invocation {
   }
   const builtDefaults = parseBuiltDefaults(parsed.values[BUILT_DEFAULT_FLAG.slice(2)]);
   const built = Object.keys(builtDefaults).length > 0 ? { builtDefaults } : {};
-  if (parsed.values.help) return { kind: "help", ...built };
+  const viaTask = parsed.values[LAUNCHED_BY_TASK_FLAG.slice(2)] === true ? { viaTask: true } : {};
+  if (parsed.values.help) return { kind: "help", ...built, ...viaTask };
   if (parsed.values.version) return { kind: "version" };
   const [command = "serve", ...rest] = parsed.positionals;
   if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command "${command}"`);
@@ -122,6 +140,7 @@ export function parseCommandLine(args: readonly string[]): Invocation {
   if (withText && command !== "pending") throw new UsageError("--with-text is for pending only");
   return {
     kind: "run",
+    ...viaTask,
     command: command as CommandName,
     ...(envFile === undefined ? {} : { envFile }),
     ...(withText ? { withText } : {}),
@@ -156,24 +175,43 @@ export function withBuiltDefaults(settings: Settings, builtDefaults: BuiltDefaul
   return result;
 }
 
-/** The `--help` text: every command and every setting with its default. */
-export function helpText(version: string, builtDefaults: BuiltDefaults = {}): string {
+/**
+ * The `--help` text: every command and every setting with its default. `viaTask`: run by
+ * `deno task contactd`, which reads `.env` in the checkout and takes no `--env-file`.
+ */
+export function helpText(
+  version: string,
+  builtDefaults: BuiltDefaults = {},
+  viaTask = false,
+): string {
   const width = Math.max(...SETTING_NAMES.map((name) => name.length));
   const commandWidth = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
   const defaults: Readonly<Record<string, string>> = { ...DEFAULTS, ...builtDefaults };
+  const usage = viaTask
+    ? [
+      "Usage: deno task contactd [command]      (settings: .env in the checkout, then the",
+      "       deno task contactd pending [--with-text]          environment, which wins)",
+      "       deno task contactd --help | --version",
+    ]
+    : [
+      "Usage: contactd [command] [--env-file PATH]",
+      "       contactd pending [--with-text] [--env-file PATH]",
+      "       contactd --help | --version",
+    ];
   return [
     `contactd ${version}: relays contact-form submissions to a Telegram chat`,
     "",
-    "Usage: contactd [command] [--env-file PATH]",
-    "       contactd pending [--with-text] [--env-file PATH]",
-    "       contactd --help | --version",
+    ...usage,
     "",
     "Commands:",
     ...Object.entries(COMMANDS).map(([name, text]) => `  ${name.padEnd(commandWidth)}  ${text}`),
     "",
     "Options:",
-    "  --env-file PATH      also read settings from PATH (KEY=value lines); the environment wins",
+    ...(viaTask ? [] : [
+      "  --env-file PATH      also read settings from PATH (KEY=value lines); the environment wins",
+    ]),
     "  --stop-on-stdin-eof  stop serving when standard input ends (deno task start passes it)",
+    "  --launched-by-task   run by deno task contactd, which reads .env (it passes this)",
     "  --built-default N=V  a default baked in by deno task compile; env file and environment win",
     "  -h, --help           print this help",
     "  -V, --version        print the version",
@@ -195,6 +233,8 @@ export interface CliIo extends CommandIo {
   /** Reads one process environment variable (only setting names are asked for). */
   readonly env: (name: SettingName) => string | undefined;
   readonly readTextFile: (path: string) => Promise<string>;
+  /** The permission bits of a file (`null` where the system has none); absent: not checked. */
+  readonly fileMode?: (path: string) => Promise<number | null>;
   /** Runs the service until it stops; returns the exit code. */
   readonly serve: (settings: Settings, options: ServeOptions) => Promise<number>;
 }
@@ -206,23 +246,27 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     invocation = parseCommandLine(args);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    io.err(`contactd: ${error.message} (see contactd --help)`);
+    io.err(_usageLine(error, args.includes(LAUNCHED_BY_TASK_FLAG)));
     return 2;
   }
   if (invocation.kind === "help") {
-    io.out(helpText(io.version, invocation.builtDefaults).trimEnd());
+    io.out(helpText(io.version, invocation.builtDefaults, invocation.viaTask).trimEnd());
     return 0;
   }
   if (invocation.kind === "version") {
     io.out(`contactd ${io.version}`);
     return 0;
   }
+  const { command, envFile } = invocation;
   let fromFile: Record<string, string | undefined> = {};
-  if (invocation.envFile !== undefined) {
+  const notes = [];
+  if (envFile !== undefined) {
     try {
-      fromFile = parseEnv(await io.readTextFile(invocation.envFile));
+      const file = parseEnvFile(await io.readTextFile(envFile));
+      fromFile = file.values;
+      notes.push(...envFileNotes(envFile, file, (await io.fileMode?.(envFile)) ?? null));
     } catch (error) {
-      io.err(`contactd: cannot read env file ${invocation.envFile}: ${envFileReason(error)}`);
+      io.err(`contactd ${command}: cannot read env file ${envFile}: ${envFileReason(error)}`);
       return 1;
     }
   }
@@ -230,7 +274,13 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     mergeSettings(fromFile, readSettings(io.env)),
     invocation.builtDefaults ?? {},
   );
-  switch (invocation.command) {
+  // Told once, at start: the service's log gets JSON lines, a person at a terminal plain ones.
+  const log = settingsLogger(settings, (line) => io.err(line.trimEnd()));
+  for (const note of notes) {
+    if (command === "serve") log("warn", note.fields);
+    else io.err(`contactd ${command}: ${note.text}`);
+  }
+  switch (command) {
     case "serve":
       return await io.serve(
         settings,
@@ -247,9 +297,24 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   }
 }
 
+/**
+ * Why an env file could not be read. Only a compiled contactd gets here with `--env-file`
+ * (`deno task contactd` refuses the option: it reads `.env`), whose permissions name one file.
+ */
 function envFileReason(error: unknown): string {
   if (error instanceof Deno.errors.NotCapable) {
-    return "not permitted (a compiled contactd reads only the env file named at build time)";
+    return "not permitted: this binary may read only the env file it was built for " +
+      "(CONTACTD_ENV_FILE at deno task compile, default /etc/contactd/env; docs/deployment.md)";
+  }
+  if (error instanceof Deno.errors.NotFound) return "no such file";
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return "the system refused access: check its owner and mode (chmod 600, owned by the " +
+      "user running contactd)";
   }
   return error instanceof Error ? error.name : "unreadable";
+}
+
+/** The one line of a usage error, pointing at the help of the way contactd was run. */
+function _usageLine(error: UsageError, viaTask: boolean): string {
+  return `contactd: ${error.message} (see ${viaTask ? "deno task contactd" : "contactd"} --help)`;
 }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { formatTimestamp } from "../storage/backup.ts";
+import { formatTimestamp } from "../common/timestamp.ts";
 import { type Config, ConfigError, parseConfig } from "../config/config.ts";
 import { type NeededPermission, netAddress, permissionGaps } from "../config/permissions.ts";
 import type { Settings } from "../config/settings.ts";
@@ -17,7 +17,15 @@ import {
   outboxPath,
   type OutboxSubmission,
 } from "../storage/outbox.ts";
-import { type BotApiOptions, callBotApi, sendNotification } from "../bot/api.ts";
+import { damagedPath } from "../common/state_files.ts";
+import {
+  type BotApiOptions,
+  callBotApi,
+  getMe,
+  isTokenRefused,
+  sendNotification,
+  TOKEN_REFUSED_HINT,
+} from "../bot/api.ts";
 
 /** What the commands need from the outside world. */
 export interface CommandIo {
@@ -86,19 +94,23 @@ function chatIdOf(config: Config): number {
   return config.messenger.chatId;
 }
 
-/** `contactd check`: settings valid, token accepted (`getMe`), chat reachable (`getChat`). */
+/**
+ * `contactd check`: settings valid (with the spam challenge and the messages waiting in the
+ * outbox), token accepted (`getMe`), chat reachable (`getChat`).
+ */
 export const checkCommand = run("check", async (settings, io) => {
   const { config, options } = api(settings, io);
   io.out(
     `settings: ok (listen ${netAddress(config.host, config.port)}, backup ${config.messagesFile})`,
   );
-  const me = await callBotApi(options, "getMe", {});
-  if (!me.ok) {
-    const hint = me.errorCode === 401 ? " (wrong or revoked token: ask @BotFather)" : "";
-    throw new CommandFailure(`getMe failed: ${me.error}${hint}`);
+  io.out(`challenge: ${config.challenge.kind}`);
+  io.out(`pending: ${await _pendingText(config, io)}`);
+  const bot = await getMe(options);
+  if (!bot.ok) {
+    const hint = bot.tokenRefused ? ` (${TOKEN_REFUSED_HINT})` : "";
+    throw new CommandFailure(`getMe failed: ${bot.error}${hint}`);
   }
-  const bot = isRecord(me.result) ? me.result : {};
-  io.out(`bot: @${printable(bot.username)} (id ${printable(bot.id)})`);
+  io.out(`bot: @${printable(bot.username)} (id ${bot.id})`);
   const chatId = chatIdOf(config);
   if (chatId === bot.id) {
     throw new CommandFailure(`chat ${chatId} is the bot itself; use the id of a person or group`);
@@ -125,7 +137,12 @@ export const chatIdCommand = run("chat-id", async (settings, io) => {
   // No offset: reading does not confirm (consume) the updates.
   const updates = await callBotApi(options, "getUpdates", { limit: 100, timeout: 0 });
   if (!updates.ok) {
-    const hint = updates.errorCode === 409 ? " (a webhook is set: getUpdates works without)" : "";
+    const hint = isTokenRefused(updates)
+      ? ` (${TOKEN_REFUSED_HINT})`
+      : updates.errorCode === 409
+      ? " (the bot has a webhook, and getUpdates works only without one: remove it with the " +
+        "Bot API's deleteWebhook, or read the chat id from an update your webhook receives)"
+      : "";
     throw new CommandFailure(`getUpdates failed: ${updates.error}${hint}`);
   }
   const { chats, migrations } = chatsOf(updates.result);
@@ -176,8 +193,16 @@ export const pendingCommand = (settings: Settings, io: CommandIo, withText: bool
       );
     }
     const pending = [...index.entries.values()].filter((entry) => entry.done === false);
+    // Damaged lines (a crash mid-write, a damaged disk) are never silent: skipped here, kept
+    // aside by the service in damagedPath(path).
+    const aside = index.keptAside ?? 0;
+    const kept = damagedPath(path);
+    const damage = index.skipped + aside === 0
+      ? undefined
+      : `damaged: ${index.skipped} line(s) of ${path} skipped, ${aside} kept aside in ${kept}`;
     if (pending.length === 0) {
       io.out(`nothing pending: every message in ${path} was delivered`);
+      if (damage !== undefined) io.out(damage);
       return;
     }
     io.out("id\treceived\tattempts\tanswered\tlast error");
@@ -205,7 +230,27 @@ export const pendingCommand = (settings: Settings, io: CommandIo, withText: bool
     }
     const oldest = pending[0]!.ts;
     io.out(`${pending.length} pending, oldest ${oldest}: contactd delivers them while it runs`);
+    if (damage !== undefined) io.out(damage);
   })(settings, io);
+
+/**
+ * How many messages wait in the outbox, and since when, for `check`; an outbox that cannot be
+ * read is said so without failing the check (it is the service's file, not a setting).
+ */
+async function _pendingText(config: Config, io: CommandIo): Promise<string> {
+  const path = outboxPath(config.messagesFile);
+  let index: OutboxIndex;
+  try {
+    index = await io.readOutbox(path);
+  } catch (error) {
+    return `unknown (cannot read ${path}: ${error instanceof Error ? error.name : "error"})`;
+  }
+  const pending = [...index.entries.values()].filter((entry) => entry.done === false);
+  return pending.length === 0
+    ? "0 messages waiting"
+    : `${pending.length} message${pending.length === 1 ? "" : "s"} waiting, oldest ` +
+      `${pending[0]!.ts} (contactd pending lists them)`;
+}
 
 type Chat = Record<string, unknown>;
 

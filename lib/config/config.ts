@@ -3,8 +3,17 @@
  *
  * @module
  */
-import { REAL_IP_HEADERS, type RealIpHeader } from "../net/client_address.ts";
-import { type Cidr, parseCidr } from "../net/ip.ts";
+import { type Cidr, parseCidr } from "../common/ip.ts";
+
+/**
+ * The header a trusted proxy names the client in (`REAL_IP_HEADER`, lower-case): appended
+ * `X-Forwarded-For` (nginx `$proxy_add_x_forwarded_for` and most proxies), or `X-Real-IP` set
+ * (never passed through) by the proxy itself. lib/net/client_address.ts reads it.
+ */
+export type RealIpHeader = "x-forwarded-for" | "x-real-ip";
+
+/** The values `REAL_IP_HEADER` accepts (compared case-insensitively), the default first. */
+export const REAL_IP_HEADERS: readonly RealIpHeader[] = ["x-forwarded-for", "x-real-ip"];
 
 /** Every setting contactd reads, in the order the docs list them. */
 export const SETTING_NAMES = [
@@ -21,6 +30,7 @@ export const SETTING_NAMES = [
   "DELIVERY_MAX_AGE",
   "ALLOWED_ORIGINS",
   "SERVE_EXAMPLE",
+  "RATE_LIMIT",
   "CHALLENGE",
   "CHALLENGE_SECRET",
   "TURNSTILE_VERIFY_URL",
@@ -42,6 +52,7 @@ export const DEFAULTS = {
   DELIVERY_MAX_AGE: "7d",
   ALLOWED_ORIGINS: "",
   SERVE_EXAMPLE: "0",
+  RATE_LIMIT: "5/60s",
   CHALLENGE: "none",
   TURNSTILE_VERIFY_URL: "https://challenges.cloudflare.com/turnstile/v0/siteverify",
 } as const;
@@ -51,6 +62,20 @@ export type ChallengeConfig =
   | { readonly kind: "none" }
   | { readonly kind: "altcha"; readonly secret: string }
   | { readonly kind: "turnstile"; readonly secret: string; readonly verifyUrl: string };
+
+/** `RATE_LIMIT`: at most `limit` POSTs per client address in any `windowMs`. */
+export interface RateLimit {
+  /** POSTs admitted per address in any window, 1 to {@linkcode MAX_RATE_LIMIT}. */
+  readonly limit: number;
+  /** The window, 1 s to 24 h, in milliseconds. */
+  readonly windowMs: number;
+}
+
+/**
+ * The most POSTs per window `RATE_LIMIT` may allow: the limiter keeps that many times per
+ * address (lib/net/rate_limit.ts: 4 bytes each), so the bound keeps its memory bounded.
+ */
+export const MAX_RATE_LIMIT = 100;
 
 /** The bot credential and chat, present only when both are set. */
 export interface Messenger {
@@ -86,6 +111,8 @@ export interface Config {
   readonly allowedOrigins: readonly string[];
   /** Serve `examples/contact.html` at `/` (for trying the service out). */
   readonly serveExample: boolean;
+  /** `RATE_LIMIT`: the budget of `POST /api/contact` per client address. */
+  readonly rateLimit: RateLimit;
   /** `CHALLENGE`, `CHALLENGE_SECRET`, `TURNSTILE_VERIFY_URL`. */
   readonly challenge: ChallengeConfig;
 }
@@ -169,13 +196,29 @@ export function parseConfig(
     throw new ConfigError("MESSAGES_FILE", `"MESSAGES_FILE" must be a path without "," or NUL`);
   }
 
+  const challenge = parseChallenge(get, options);
+  const serveExample = parseSwitch(
+    "SERVE_EXAMPLE",
+    get("SERVE_EXAMPLE") ?? DEFAULTS.SERVE_EXAMPLE,
+  );
+  if (serveExample && challenge.kind !== "none") {
+    // The example page has no widget (its lines are commented out, and its Content-Security-Policy
+    // loads no script from elsewhere): it could never send. Refused rather than served broken.
+    throw new ConfigError(
+      "SERVE_EXAMPLE",
+      `"SERVE_EXAMPLE"=1 serves a form without the ${challenge.kind} widget, which could never ` +
+        `send with CHALLENGE=${challenge.kind}: try the form with CHALLENGE=none, then put the ` +
+        "widget in your own page (README, Spam challenge)",
+    );
+  }
+
   return {
     messenger: token !== undefined && chatId !== undefined ? { token, chatId } : undefined,
     messagesFile,
     host,
     port,
     apiUrl: parseApiUrl(get("MESSENGER_API_URL") ?? DEFAULTS.MESSENGER_API_URL),
-    challenge: parseChallenge(get, options),
+    challenge,
     trustedProxies: parseTrustedProxies(get("TRUSTED_PROXIES") ?? DEFAULTS.TRUSTED_PROXIES),
     realIpHeader: parseRealIpHeader(get("REAL_IP_HEADER") ?? DEFAULTS.REAL_IP_HEADER),
     timeoutMs: parseMilliseconds(
@@ -195,7 +238,8 @@ export function parseConfig(
       get("DELIVERY_MAX_AGE") ?? DEFAULTS.DELIVERY_MAX_AGE,
     ),
     allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
-    serveExample: parseSwitch("SERVE_EXAMPLE", get("SERVE_EXAMPLE") ?? DEFAULTS.SERVE_EXAMPLE),
+    serveExample,
+    rateLimit: parseRateLimit(get("RATE_LIMIT") ?? DEFAULTS.RATE_LIMIT),
   };
 }
 
@@ -347,6 +391,26 @@ function parseDuration(setting: SettingName, text: string): number {
     );
   }
   return ms;
+}
+
+const RATE_UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * `RATE_LIMIT`: `<POSTs>/<window>`, the window a number with s, m or h (`5/60s`, `30/10m`,
+ * `100/1h`): 1 to {@linkcode MAX_RATE_LIMIT} POSTs in 1 s to 24 h.
+ */
+function parseRateLimit(text: string): RateLimit {
+  const match = /^(\d{1,6})\s*\/\s*(\d{1,6})([smh])$/.exec(text);
+  const limit = Number(match?.[1]);
+  const windowMs = match === null ? NaN : Number(match[2]) * RATE_UNITS[match[3]!]!;
+  if (!(limit >= 1 && limit <= MAX_RATE_LIMIT && windowMs >= 1000 && windowMs <= 86_400_000)) {
+    throw new ConfigError(
+      "RATE_LIMIT",
+      `"RATE_LIMIT" must be POSTs/window, the window with s, m or h (5/60s, 30/10m): 1 to ` +
+        `${MAX_RATE_LIMIT} POSTs in 1s to 24h`,
+    );
+  }
+  return { limit, windowMs };
 }
 
 function parseTrustedProxies(text: string): Cidr[] {

@@ -5,8 +5,9 @@
  * @module
  */
 import { type Config, SETTING_NAMES, type SettingName } from "./config.ts";
-import { examplePagePath } from "../http/example_page.ts";
-import { outboxPath } from "../storage/outbox.ts";
+import { describeError } from "../log/logger.ts";
+import { examplePagePath } from "./example_page.ts";
+import { directoryOf, stateFiles } from "../common/state_files.ts";
 
 /** The parts of the configuration that decide what the service may touch. */
 export type PermissionInputs =
@@ -60,7 +61,8 @@ function apiAddress(apiUrl: string): string {
 /**
  * The flags of `deno run`/`deno compile`: listen on one address, call one API host (and the
  * Turnstile verify host with `CHALLENGE=turnstile`), read and
- * write one file, read only the named settings, one env file when given, and the example page
+ * write the files kept beside `MESSAGES_FILE` (lib/common/state_files.ts) and read their
+ * directory, read only the named settings, one env file when given, and the example page
  * with `SERVE_EXAMPLE=1`. Nothing else (no run, ffi, sys, import).
  */
 export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}): string[] {
@@ -79,11 +81,14 @@ export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}
       ])
     }`,
     // Read: fstat of the open file (mode check) and noticing a rotated file; the outbox (it is
-    // read back to deliver) and its compaction's temporary file; the env file of `--env-file`;
-    // the example page (read once at start-up) only when it is served.
+    // read back to deliver) and its compaction's temporary file; their directory, read only so
+    // it can be opened and synced after a compaction's rename (durable; Deno grants a directory
+    // with what is in it, so MESSAGES_FILE belongs in a directory of its own); the env file of
+    // `--env-file`; the example page (read once at start-up) only when it is served.
     `--allow-read=${
       list([
         ...stateFiles(config.messagesFile),
+        directoryOf(config.messagesFile),
         ...(envFile === undefined ? [] : [envFile]),
         ...(config.serveExample ? [examplePagePath()] : []),
       ])
@@ -103,12 +108,6 @@ function list(items: readonly string[]): string {
     throw new RangeError(`a permission may not hold "," or NUL: ${JSON.stringify(bad)}`);
   }
   return items.join(",");
-}
-
-/** The files the service keeps: the backup file, the outbox, and the outbox's compaction file. */
-function stateFiles(messagesFile: string): string[] {
-  const outbox = outboxPath(messagesFile);
-  return [messagesFile, outbox, `${outbox}.tmp`];
 }
 
 /** One permission a configuration needs, as `Deno.permissions.querySync` takes it. */
@@ -184,17 +183,74 @@ export function permissionLine(error: unknown): string | undefined {
   const first = error.message.split("\n")[0]!.slice(0, 300);
   if (error instanceof Deno.errors.NotCapable) {
     const match = /Requires (\w+) access to "([^"]*)"/.exec(first);
+    const refused = _refusal(error);
     const kind = match?.[1];
     const grant = kind === "env"
       ? `--allow-env=${SETTING_NAMES.join(",")}`
       : kind === undefined
       ? "the permission it names"
       : `--allow-${kind}${match?.[2] ? `=${match[2]}` : ""}`;
-    return `contactd: not permitted: ${first}; grant ${grant} ` +
+    return `contactd: not permitted: ${refused}; grant ${grant} ` +
       "(from a checkout: deno task contactd <command> grants what the settings need)";
   }
   if (error instanceof Deno.errors.PermissionDenied) {
     return `contactd: the system refused access: ${first}; check the owner and mode of the file`;
   }
   return undefined;
+}
+
+/**
+ * Deno's own advice after a refusal ("run again with the --allow-write flag", "specify the
+ * required permissions during compilation", "--allow-all"): contactd gives its own instead.
+ */
+const DENO_ADVICE =
+  /(?:,?\s*(?:run again with|specify the required permissions)|,[^,]*--allow-all).*$/i;
+
+/** The first line of a refusal's message without Deno's advice, at most 200 characters. */
+function _refusal(error: Error): string {
+  return error.message.split("\n")[0]!.replace(DENO_ADVICE, "").slice(0, 200);
+}
+
+/**
+ * The `error` and `hint` of a log line about a file of `MESSAGES_FILE` (the backup file, the
+ * outbox beside it) that could not be opened: the error as `describeError` gives it, without
+ * Deno's advice (to grant more, or everything), and contactd's own advice for a refusal.
+ */
+export function fileOpenFailure(error: unknown, file: string): Record<string, string> {
+  const described = describeError(error).replace(DENO_ADVICE, "");
+  if (error instanceof Deno.errors.NotCapable) {
+    return {
+      error: described,
+      hint: `${file} is outside what this contactd may use: from a checkout, deno task start ` +
+        "grants what MESSAGES_FILE names (run it that way, not deno run); a binary keeps the " +
+        "MESSAGES_FILE it was built with (build again with deno task compile, or set it back)",
+    };
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return {
+      error: described,
+      hint: `the system refused access: make the directory of ${file} writable by the user ` +
+        "running contactd, and the file owned by that user with mode 0600",
+    };
+  }
+  return { error: described };
+}
+
+/**
+ * The fields of `listen_failed`: the address it could not listen on, the error, and what to do
+ * when the port is taken or the address is not this host's.
+ */
+export function listenFailure(error: unknown, host: string, port: number): Record<string, string> {
+  const address = netAddress(host, port);
+  const described = describeError(error).replace(DENO_ADVICE, "");
+  const hint = error instanceof Deno.errors.AddrInUse
+    ? `another process listens on ${address} (another contactd?): stop it, or set PORT to a free port`
+    : error instanceof Deno.errors.AddrNotAvailable
+    ? `${host} is not an address of this host: set HOST to one of its addresses (127.0.0.1)`
+    : error instanceof Deno.errors.NotCapable
+    ? `this contactd may not listen on ${address}: ${"from a checkout use deno task start; a binary listens where it was built to"}`
+    : error instanceof Deno.errors.PermissionDenied
+    ? `the system refused port ${port} (below 1024 needs privileges): use a port above 1023`
+    : undefined;
+  return { address, error: described, ...(hint === undefined ? {} : { hint }) };
 }

@@ -1,10 +1,14 @@
 /**
  * Where settings come from: the process environment and, optionally, an env file
- * (`.env` for `deno task start`, `--env-file PATH` for the binary). The environment wins.
+ * (`.env` for `deno task start`, `--env-file PATH` for the binary), read forgivingly (a
+ * byte-order mark is dropped) and explained (lines it skips are named by number, never by
+ * value). The environment wins.
  *
  * @module
  */
+import { parseEnv } from "node:util";
 import { SETTING_NAMES, type SettingName } from "./config.ts";
+import type { LogFields } from "../log/logger.ts";
 
 /** Raw setting values by name; absent when unset. */
 export type Settings = Partial<Record<SettingName, string>>;
@@ -30,4 +34,155 @@ export function readSettings(get: (name: SettingName) => string | undefined): Se
     if (value !== undefined) settings[name] = value;
   }
   return settings;
+}
+
+/**
+ * Names an env file may hold besides the settings: `deno task compile` reads `.env` too, and
+ * takes the env file path the binary may read from this one.
+ */
+export const ENV_FILE_EXTRA_NAMES: readonly string[] = ["CONTACTD_ENV_FILE"];
+
+/** A line of an env file that is skipped, and why. Never carries a value. */
+export type EnvFileWarning =
+  | {
+    /** 1-based line number. */
+    readonly line: number;
+    readonly problem: "unknown_name";
+    /** The name as written (only a name: letters, digits, `_`). */
+    readonly name: string;
+    /** The known setting it is closest to. */
+    readonly closest: string;
+  }
+  | { readonly line: number; readonly problem: "no_equals" };
+
+/** What {@linkcode parseEnvFile} read: the values, and the lines it skipped. */
+export interface EnvFile {
+  readonly values: Record<string, string | undefined>;
+  readonly warnings: readonly EnvFileWarning[];
+}
+
+/** `NAME=` (optionally after `export `), and whether the value opens a quote it does not close. */
+const ASSIGNMENT = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/;
+/** Names that look like contactd's own: a known setting's first word, or `CONTACTD_`. */
+const OWN_PREFIX = new RegExp(
+  `^(?:CONTACTD|${[...new Set(SETTING_NAMES.map((name) => name.split("_")[0]))].join("|")})_`,
+  "i",
+);
+
+/**
+ * Reads an env file's text as Node's `parseEnv` does (Deno's `--env-file` format), after
+ * dropping a UTF-8 byte-order mark (editors on Windows write one: it would make the first name
+ * unknown). Warns, by line number, about a line without `=` and about a name that is not a
+ * setting but looks like one: misspelt (`MESSENGER_CHATID`, any case) or with contactd's
+ * prefixes; the warning names the closest setting, never the value.
+ */
+export function parseEnvFile(text: string): EnvFile {
+  const clean = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  const known = [...SETTING_NAMES, ...ENV_FILE_EXTRA_NAMES];
+  const warnings: EnvFileWarning[] = [];
+  let quote: string | undefined;
+  for (const [index, raw] of clean.split(/\r?\n/).entries()) {
+    const line = raw.trim();
+    if (quote !== undefined) {
+      // Inside a quoted value over several lines: its end is the first line holding the quote.
+      if (line.includes(quote)) quote = undefined;
+      continue;
+    }
+    if (line === "" || line.startsWith("#")) continue;
+    const match = ASSIGNMENT.exec(line);
+    if (match === null) {
+      warnings.push({ line: index + 1, problem: "no_equals" });
+      continue;
+    }
+    const [, name, value] = match as unknown as [string, string, string];
+    const opening = /^["'`]/.exec(value)?.[0];
+    if (opening !== undefined && !value.slice(1).includes(opening)) quote = opening;
+    if (known.includes(name)) continue;
+    const closest = _closest(name.toUpperCase(), known);
+    // A short name is a near miss at one edit (PORTS), a longer one at two or more.
+    const near = name.length <= 5 ? 1 : Math.max(2, Math.floor(name.length / 6));
+    if (closest.distance <= near || OWN_PREFIX.test(name)) {
+      warnings.push({ line: index + 1, problem: "unknown_name", name, closest: closest.name });
+    }
+  }
+  return { values: parseEnv(clean), warnings };
+}
+
+/** Something to tell about an env file: as a plain line, and as a log line's fields. */
+export interface EnvFileNote {
+  /** For a person at a terminal (the commands): no value, no secret. */
+  readonly text: string;
+  /** For the service's log (`serve`), at warn level. */
+  readonly fields: LogFields;
+}
+
+/**
+ * What to tell about the env file at `path`: each skipped line (`env_file_line_skipped`), and a
+ * mode that lets group or others read it (`file_mode`, as the backup file's; `mode` is `null`
+ * where the system has none).
+ */
+export function envFileNotes(path: string, file: EnvFile, mode: number | null): EnvFileNote[] {
+  const notes: EnvFileNote[] = [];
+  if (mode !== null && (mode & 0o077) !== 0) {
+    const octal = (mode & 0o777).toString(8);
+    notes.push({
+      text:
+        `${path} is readable by others (mode ${octal}): chmod 600 ${path}, it holds the bot token`,
+      fields: {
+        event: "file_mode",
+        file: path,
+        mode: octal,
+        hint: "chmod 600 it: it holds the bot token",
+      },
+    });
+  }
+  for (const warning of file.warnings) {
+    notes.push(
+      warning.problem === "no_equals"
+        ? {
+          text: `${path} line ${warning.line}: no "=" (settings are NAME=value lines); skipped`,
+          fields: { event: "env_file_line_skipped", file: path, ...warning },
+        }
+        : {
+          text: `${path} line ${warning.line}: ${warning.name} is not a contactd setting ` +
+            `(did you mean ${warning.closest}?); skipped`,
+          fields: { event: "env_file_line_skipped", file: path, ...warning },
+        },
+    );
+  }
+  return notes;
+}
+
+/** The known name nearest to `name` (edit distance; `name` is compared in upper case). */
+function _closest(name: string, known: readonly string[]): { name: string; distance: number } {
+  let best = { name: known[0]!, distance: Infinity };
+  for (const candidate of known) {
+    const distance = _editDistance(name, candidate);
+    if (distance < best.distance) best = { name: candidate, distance };
+  }
+  return best;
+}
+
+/**
+ * Edit distance: insertions, deletions, substitutions and swaps of two neighbours (`PROT` is
+ * one edit from `PORT`), each counted once (optimal string alignment).
+ */
+function _editDistance(a: string, b: string): number {
+  const rows = [Array.from({ length: b.length + 1 }, (_, j) => j)];
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      let cost = Math.min(
+        rows[i - 1]![j]! + 1,
+        row[j - 1]! + 1,
+        rows[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        cost = Math.min(cost, rows[i - 2]![j - 2]! + 1);
+      }
+      row[j] = cost;
+    }
+    rows.push(row);
+  }
+  return rows[a.length]![b.length]!;
 }

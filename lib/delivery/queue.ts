@@ -2,30 +2,49 @@
  * The bot's one send queue: every notification goes through it, paced under Telegram's limits
  * (lib/delivery/pacer.ts), one message at a time. Two lanes share it:
  *
- * - **callers**: new submissions whose sender waits for the answer (at most `waitMs`). They go
- *   first, in arrival order, so a sender never waits behind a backlog.
+ * - **callers**: new submissions whose sender waits for the answer (at most `waitMs`; each a
+ *   waiting/answered state, lib/delivery/_waiter.ts). They go first, in arrival order, so a
+ *   sender never waits behind a backlog.
  * - **backlog**: everything else in the outbox that is not delivered yet (it failed before, its
  *   sender was already answered, or it was left by an earlier run), oldest first. While callers
  *   wait, every fourth send is still a backlog one, so old submissions never starve.
  *
- * A `429` pauses everything for its `retry_after` (at most an hour). Any other failure schedules
- * the submission's next try with exponential back-off and jitter (lib/delivery/retry_schedule.ts), and
- * backs the queue off as a whole for as long as the failures have lasted (an outage is tried now
- * and then, not once per submission); the first success ends that. Once two sends in a row have
- * failed, new senders are answered at once ("queued") while it is backed off: their submissions
- * join the backlog, oldest first.
- * Failures that only the operator can fix (lib/bot/api.ts `failureKind` "settings") pause the
- * backlog until a send succeeds or contactd restarts; new submissions still try once each.
- * Submissions older than `maxAgeMs` are given up.
+ * What a failure means is decided apart from the send loop:
+ *
+ * - a `429` pauses everything for its `retry_after` (at most an hour; the pacer keeps it);
+ * - a `400` that belongs to the message (lib/bot/api.ts `failureKind` "message": too long, empty,
+ *   entities) is that message's alone: its next try is a short notice without the sender's text
+ *   (lib/bot/notification.ts `refusedNotice`), and if that is refused too it is given up; the
+ *   others go on as if nothing happened;
+ * - anything else changes the queue's health (lib/delivery/health.ts: an outage backs the backlog
+ *   off as a whole, a settings problem pauses it until a send succeeds), and schedules the
+ *   submission's next try with exponential back-off and jitter (lib/delivery/retry_schedule.ts).
+ *
+ * Submissions older than `maxAgeMs` are given up; their ages survive clock steps
+ * (lib/delivery/_ages.ts). {@linkcode DeliveryQueue.close} answers the waiting senders and waits,
+ * for a bounded time, for a call already in flight, so its real outcome is answered and recorded.
  *
  * @module
  */
-import type { Logger } from "../log/logger.ts";
-import { notificationParts } from "../bot/notification.ts";
-import type { OutboxEntry, OutboxSubmission } from "../storage/outbox.ts";
+import { describeError, type Logger } from "../log/logger.ts";
+import { notificationParts, refusedNotice } from "../bot/notification.ts";
+import { type OutboxEntry, OutboxEntryDamaged, type OutboxSubmission } from "../storage/outbox.ts";
+import { formatTimestamp } from "../common/timestamp.ts";
 import type { Pacer } from "./pacer.ts";
-import { outageDelayMs, retryDelayMs } from "./retry_schedule.ts";
+import { retryDelayMs } from "./retry_schedule.ts";
 import { type BotApiResult, failureKind, floodPause } from "../bot/api.ts";
+import {
+  afterFailure,
+  afterSuccess,
+  answersAtOnceUntil,
+  backlogResumesAt,
+  type DeliveryHealth,
+  type DeliveryStatus,
+  deliveryStatus,
+  HEALTHY,
+} from "./health.ts";
+import { Waiter } from "./_waiter.ts";
+import { EntryAges } from "./_ages.ts";
 
 /** What the queue needs of the outbox (lib/storage/outbox.ts). */
 export interface DeliveryStore {
@@ -41,12 +60,13 @@ export interface DeliveryStore {
 
 /** Time, as the queue reads and waits for it. */
 export interface DeliveryClock {
-  /** A monotonic clock in milliseconds (`performance.now`): pacing, deadlines, back-off. */
+  /** A monotonic clock in milliseconds (`performance.now`): pacing, deadlines, back-off, ages. */
   now(): number;
-  /** The wall clock in milliseconds since the epoch (`Date.now`): ages and timestamps. */
+  /** The wall clock in milliseconds since the epoch (`Date.now`): timestamps, ages at first sight. */
   wallNow(): number;
   /** Calls `fn` after `ms`; returns a handle for {@linkcode DeliveryClock.clearTimer}. */
   setTimer(fn: () => void, ms: number): unknown;
+  /** Cancels a timer of {@linkcode DeliveryClock.setTimer} (one that fired already is fine). */
   clearTimer(handle: unknown): void;
 }
 
@@ -56,16 +76,25 @@ export interface DeliveryDeps {
   readonly chatId: number;
   /** One `sendMessage` of `text` to the chat (lib/bot/api.ts `sendMessage`). */
   readonly send: (text: string) => Promise<BotApiResult>;
+  /** The outbox. */
   readonly store: DeliveryStore;
+  /** Telegram's limits (lib/delivery/pacer.ts). */
   readonly pacer: Pacer;
+  /** Time. */
   readonly clock: DeliveryClock;
   /** A number in [0, 1), for the back-off's jitter. */
   readonly random: () => number;
+  /** Where the queue's log lines go. */
   readonly log: Logger;
   /** How long a sender waits for its own delivery (`DELIVERY_WAIT_MS`). */
   readonly waitMs: number;
   /** Submissions older than this are given up (`DELIVERY_MAX_AGE`). */
   readonly maxAgeMs: number;
+  /**
+   * How long {@linkcode DeliveryQueue.close} waits for a call in flight (default
+   * {@linkcode stopWaitMs} of the default 10 s call limit: 11 s).
+   */
+  readonly stopWaitMs?: number;
 }
 
 /** A sender's delivery, as far as it got within the wait. */
@@ -77,33 +106,42 @@ export type DeliveryOutcome =
     readonly error: string;
   };
 
+/** The longest a stop waits for a call in flight: well inside systemd's `TimeoutStopSec=75s`. */
+export const STOP_WAIT_CAP_MS = 30_000;
+
+/**
+ * How long a stop waits for a Bot API call in flight, for calls limited to `callTimeoutMs`
+ * (`MESSENGER_TIMEOUT_MS`): the call's own limit and a second for its outcome to be written, at
+ * most {@linkcode STOP_WAIT_CAP_MS}.
+ */
+export function stopWaitMs(callTimeoutMs: number): number {
+  return Math.min(callTimeoutMs + 1000, STOP_WAIT_CAP_MS);
+}
+
 /** While callers wait, this many of their sends go before one backlog send. */
 const CALLER_SENDS_PER_BACKLOG_SEND = 3;
 
-/** Failed sends in a row that make an outage: new senders are then answered at once. */
-const OUTAGE_AFTER_FAILURES = 2;
+const STOPPING = "queued: contactd is stopping";
 
 /** A new submission and its waiting sender. */
 interface CallerJob {
   readonly submission: OutboxSubmission;
   /** In the outbox (redelivered if it fails); otherwise it is tried once and forgotten. */
   readonly durable: boolean;
-  readonly parts: string[];
+  readonly parts: readonly string[];
   sent: number;
   readonly deadline: number;
-  /** Answers the sender; `undefined` once answered. */
-  answer: ((outcome: DeliveryOutcome) => void) | undefined;
-  timer: unknown;
+  readonly waiter: Waiter<DeliveryOutcome>;
 }
 
 /** A backlog submission partly sent in this run: its parts, and how many went. */
 interface Progress {
-  readonly parts: string[];
+  readonly parts: readonly string[];
   sent: number;
 }
 
 /** What to send next, or until when there is nothing to send. */
-type Pick =
+type NextSend =
   | { readonly kind: "caller"; readonly job: CallerJob }
   | { readonly kind: "backlog"; readonly entry: OutboxEntry }
   | { readonly kind: "wait"; readonly until: number };
@@ -116,23 +154,21 @@ export class DeliveryQueue {
   readonly #progress = new Map<string, Progress>();
   /** Per backlog submission that failed in this run: the earliest time to try it again. */
   readonly #nextAt = new Map<string, number>();
-  /** When the current run of failures began (`undefined` after a success). */
-  #outageSince: number | undefined;
-  #backlogResumeAt = -Infinity;
-  /** Why the backlog is paused until a send succeeds (a settings problem), if it is. */
-  #settingsProblem: string | undefined;
-  /** The last failure's reason, and how many sends failed in a row. */
-  #lastError = "";
-  #failuresInRow = 0;
+  /** Submissions whose text Telegram refused in this run (its reason): a notice goes instead. */
+  readonly #refused = new Map<string, string>();
+  readonly #ages: EntryAges;
+  #health: DeliveryHealth = HEALTHY;
   #inFlight: string | undefined;
   #callerStreak = 0;
   #closed = false;
+  #closing: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
 
   /** A queue over `deps`; call {@linkcode DeliveryQueue.start} to begin sending. */
   constructor(deps: DeliveryDeps) {
     this.#deps = deps;
+    this.#ages = new EntryAges(deps.clock.now(), deps.clock.wallNow());
   }
 
   /** Starts the send loop (the backlog of earlier runs is sent from now on). */
@@ -140,14 +176,9 @@ export class DeliveryQueue {
     this.#loop ??= this.#run();
   }
 
-  /** Resolves once the send loop has ended after {@linkcode DeliveryQueue.close}. */
-  get stopped(): Promise<void> {
-    return this.#loop ?? Promise.resolve();
-  }
-
-  /** Whether the backlog is paused by a settings problem (its reason), for tests and logs. */
-  get settingsProblem(): string | undefined {
-    return this.#settingsProblem;
+  /** Delivery's health for `GET /api/health`: ok, an outage, or paused (with its reason). */
+  status(): DeliveryStatus {
+    return deliveryStatus(this.#health);
   }
 
   /**
@@ -157,40 +188,70 @@ export class DeliveryQueue {
    * once.
    */
   submit(submission: OutboxSubmission, durable: boolean): Promise<DeliveryOutcome> {
-    if (this.#closed) return Promise.resolve({ ok: false, error: "queued: contactd is stopping" });
-    const now = this.#deps.clock.now();
+    if (this.#closed) return Promise.resolve({ ok: false, error: STOPPING });
+    const { clock, waitMs } = this.#deps;
+    const now = clock.now();
     return new Promise<DeliveryOutcome>((resolve) => {
       const job: CallerJob = {
         submission,
         durable,
         parts: notificationParts(submission),
         sent: 0,
-        deadline: now + this.#deps.waitMs,
-        answer: resolve,
-        timer: undefined,
+        deadline: now + waitMs,
+        waiter: new Waiter(resolve),
       };
       this.#callers.push(job);
-      if (durable) this.#callerIds.add(submission.id);
-      job.timer = this.#deps.clock.setTimer(() => {
-        job.timer = undefined;
-        const seconds = Math.round(this.#deps.waitMs / 1000);
-        this.#release(job, `queued: not sent within ${seconds} s`);
-      }, this.#deps.waitMs);
+      if (durable) {
+        this.#callerIds.add(submission.id);
+        // First seen now: from here on it ages by the monotonic clock.
+        this.#ages.age(submission.id, submission.ts, now, clock.wallNow());
+      }
+      const timer = clock.setTimer(() => {
+        this.#release(job, `queued: not sent within ${Math.round(waitMs / 1000)} s`);
+      }, waitMs);
+      job.waiter.onAnswer(() => clock.clearTimer(timer));
       this.#reviewCallers(now);
       this.#wake?.();
     });
   }
 
   /**
-   * Answers every waiting sender (their submissions stay in the outbox for the next start) and
-   * ends the send loop without waiting for a call in flight.
+   * Stops: answers every waiting sender (their submissions stay in the outbox for the next start)
+   * except the one whose call is in flight, and ends the send loop once that call has returned and
+   * its outcome is answered and noted, waiting at most `stopWaitMs`. Later calls return the same
+   * promise; it never rejects.
    */
-  close(): void {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    const { clock, log } = this.#deps;
     this.#closed = true;
-    for (const job of [...this.#callers]) this.#release(job, "queued: contactd is stopping");
-    this.#callers = [];
+    for (const job of [...this.#callers]) {
+      if (job.submission.id !== this.#inFlight) this.#release(job, STOPPING);
+    }
     this.#wake?.();
+    if (this.#loop !== undefined) {
+      const waitMs = this.#deps.stopWaitMs ?? stopWaitMs(10_000);
+      let timer: unknown;
+      const bound = new Promise<"timeout">((resolve) => {
+        timer = clock.setTimer(() => resolve("timeout"), waitMs);
+      });
+      const ended = await Promise.race([this.#loop, bound]);
+      clock.clearTimer(timer);
+      if (ended === "timeout") {
+        // Its outcome is unknown: it stays in the outbox and the next start sends it (again).
+        log("warn", {
+          event: "delivery_stop_timeout",
+          id: this.#inFlight ?? null,
+          wait_ms: waitMs,
+        });
+      }
+    }
+    for (const job of [...this.#callers]) this.#release(job, STOPPING);
+    this.#callers = [];
   }
 
   async #run(): Promise<void> {
@@ -198,9 +259,9 @@ export class DeliveryQueue {
     while (!this.#closed) {
       try {
         const now = clock.now();
-        const pick = this.#pick(now);
-        if (pick.kind === "wait") {
-          await this.#sleep(pick.until);
+        const next = this.#next(now);
+        if (next.kind === "wait") {
+          await this.#sleep(next.until);
           continue;
         }
         const ready = pacer.readyAt(chatId, now);
@@ -208,22 +269,22 @@ export class DeliveryQueue {
           await this.#sleep(ready);
           continue;
         }
-        if (pick.kind === "caller") {
+        if (next.kind === "caller") {
           this.#callerStreak++;
-          await this.#sendCaller(pick.job);
+          await this.#sendCaller(next.job);
         } else {
           this.#callerStreak = 0;
-          await this.#sendBacklog(pick.entry);
+          await this.#sendBacklog(next.entry);
         }
       } catch (error) {
         // A bug or a failing outbox: say so, and do not spin.
-        log("error", { event: "delivery_error", error: String(error).slice(0, 200) });
+        log("error", { event: "delivery_error", error: describeError(error) });
         await this.#sleep(clock.now() + 1000);
       }
     }
   }
 
-  #pick(now: number): Pick {
+  #next(now: number): NextSend {
     const first = this.#callers[0];
     if (first !== undefined && this.#callerStreak < CALLER_SENDS_PER_BACKLOG_SEND) {
       return { kind: "caller", job: first };
@@ -237,8 +298,8 @@ export class DeliveryQueue {
 
   /** The oldest backlog entry due now (received before `stopAt`), or when the next one is. */
   #dueBacklog(now: number, stopAt?: string): { entry: OutboxEntry } | { until: number } {
-    if (this.#settingsProblem !== undefined) return { until: Infinity };
-    if (now < this.#backlogResumeAt) return { until: this.#backlogResumeAt };
+    const resumeAt = backlogResumesAt(this.#health);
+    if (now < resumeAt) return { until: resumeAt };
     let until = Infinity;
     for (const entry of this.#deps.store.entries()) {
       if (entry.id === stopAt) break;
@@ -251,46 +312,45 @@ export class DeliveryQueue {
   }
 
   async #sendCaller(job: CallerJob): Promise<void> {
-    const result = await this.#sendPart(job.submission.id, job.parts[job.sent]!);
+    const { id } = job.submission;
+    const result = await this.#sendPart(id, job.parts[job.sent]!);
     if (result.ok) {
       job.sent++;
       if (job.sent < job.parts.length) {
         // The next part in the next turn; a sender answered meanwhile leaves the callers' lane.
-        if (job.answer === undefined) this.#toBacklog(job);
+        if (!job.waiter.waiting) this.#toBacklog(job);
         return;
       }
       this.#removeCaller(job);
       // The sender first: the outbox's note may follow (a crash in between sends it again).
-      job.answer?.({ ok: true });
-      job.answer = undefined;
-      if (job.durable) await this.#done(job.submission.id, "delivered");
+      job.waiter.answer({ ok: true });
+      if (job.durable) await this.#done(id, "delivered");
       return;
     }
-    if (this.#closed) return;
-    if (failureKind(result) === "flood") {
+    const kind = failureKind(result);
+    if (kind === "flood") {
       this.#flood(result);
       // The same part goes again once the pause is over.
-      if (job.answer === undefined) this.#toBacklog(job);
+      if (!job.waiter.waiting) this.#toBacklog(job);
       return;
     }
-    const error = result.error;
     this.#removeCaller(job);
     // The sender first: noting the failure writes to the outbox, which may fail too.
-    job.answer?.({ ok: false, error });
-    job.answer = undefined;
-    if (job.durable) {
-      if (job.sent > 0) this.#progress.set(job.submission.id, { parts: job.parts, sent: job.sent });
-      await this.#failed(job.submission.id, result, 1);
-    } else {
-      this.#afterFailure(result);
-      this.#deps.log("warn", { event: "delivery_failed", id: job.submission.id, error });
+    job.waiter.answer({ ok: false, error: result.error });
+    if (!job.durable) {
+      this.#noteFailure(result);
+      this.#deps.log("warn", { event: "delivery_failed", id, error: result.error });
+      return;
     }
+    if (kind === "message") this.#refused.set(id, result.error);
+    else if (job.sent > 0) this.#progress.set(id, { parts: job.parts, sent: job.sent });
+    await this.#failed(id, result, 1);
   }
 
   async #sendBacklog(entry: OutboxEntry): Promise<void> {
     const { store, clock, maxAgeMs, log } = this.#deps;
     const id = entry.id;
-    const age = clock.wallNow() - Date.parse(entry.ts);
+    const age = this.#ages.age(id, entry.ts, clock.now(), clock.wallNow());
     if (age > maxAgeMs) {
       await this.#done(id, "given_up");
       log("warn", {
@@ -308,7 +368,15 @@ export class DeliveryQueue {
       try {
         submission = await store.read(id);
       } catch (error) {
-        // Its line cannot be read back (a damaged file): nothing to send, and retrying it would
+        if (!(error instanceof OutboxEntryDamaged)) {
+          // An I/O error is no verdict on the data: try again later (DELIVERY_MAX_AGE still
+          // applies), and the API's health is not the outbox's business.
+          const { clock, random } = this.#deps;
+          this.#nextAt.set(id, clock.now() + retryDelayMs(entry.attempts + 1, random));
+          log("error", { event: "outbox_read_failed", id, error: describeError(error) });
+          return;
+        }
+        // Its line is damaged (kept aside by the outbox): nothing to send, and retrying it would
         // hold up everything behind it.
         await this.#done(id, "given_up");
         log("error", {
@@ -316,41 +384,68 @@ export class DeliveryQueue {
           id,
           attempts: entry.attempts,
           reason: "unreadable",
-          error: String(error).slice(0, 200),
+          error: describeError(error),
         });
         return;
       }
-      progress = {
-        parts: notificationParts({
-          ...submission,
-          // No status yet: its sender was answered by this run (502), the record is on its way.
-          late: {
-            firstError: entry.firstError,
-            answered: entry.status === undefined ? 502 : entry.status,
-          },
-        }),
-        sent: 0,
+      const input = {
+        ...submission,
+        // No status yet: its sender was answered by this run (502), the record is on its way.
+        late: {
+          firstError: entry.firstError,
+          answered: entry.status === undefined ? 502 : entry.status,
+        },
       };
+      const refusal = this.#refused.get(id);
+      const parts = refusal === undefined
+        ? notificationParts(input)
+        : [refusedNotice(input, refusal)];
+      progress = { parts, sent: 0 };
       this.#progress.set(id, progress);
     }
     const result = await this.#sendPart(id, progress.parts[progress.sent]!);
+    // This attempt counts: a first-attempt delivery says 1.
+    const attempts = entry.attempts + 1;
     if (result.ok) {
       progress.sent++;
       if (progress.sent < progress.parts.length) return;
-      this.#forget(id);
+      const fallback = this.#refused.has(id);
       await this.#done(id, "delivered");
-      log("info", { event: "delivered", id, attempts: entry.attempts, late: true });
+      log("info", {
+        event: "delivered",
+        id,
+        attempts,
+        late: true,
+        ...(fallback ? { fallback } : {}),
+      });
       return;
     }
-    if (this.#closed) return;
-    if (failureKind(result) === "flood") {
+    const kind = failureKind(result);
+    if (kind === "flood") {
       this.#flood(result);
       return;
     }
-    await this.#failed(id, result, entry.attempts + 1);
+    if (kind === "message") {
+      if (this.#refused.has(id)) {
+        // Even the notice without the sender's text was refused: there is nothing left to try.
+        await this.#done(id, "given_up");
+        log("warn", {
+          event: "delivery_given_up",
+          id,
+          attempts,
+          reason: "refused",
+          error: result.error,
+        });
+        return;
+      }
+      // Its next try is the notice without the sender's text.
+      this.#refused.set(id, result.error);
+      this.#progress.delete(id);
+    }
+    await this.#failed(id, result, attempts);
   }
 
-  /** Sends one part, counting it with the pacer; a success lifts back-off and settings pause. */
+  /** Sends one part, counting it with the pacer; a success ends an outage or a settings pause. */
   async #sendPart(id: string, text: string): Promise<BotApiResult> {
     const { pacer, chatId, clock, send, log } = this.#deps;
     this.#inFlight = id;
@@ -362,14 +457,9 @@ export class DeliveryQueue {
       this.#inFlight = undefined;
     }
     if (result.ok) {
-      this.#outageSince = undefined;
-      this.#lastError = "";
-      this.#failuresInRow = 0;
-      this.#backlogResumeAt = -Infinity;
-      if (this.#settingsProblem !== undefined) {
-        this.#settingsProblem = undefined;
-        log("info", { event: "delivery_resumed" });
-      }
+      const before = this.#health;
+      this.#health = afterSuccess(before);
+      if (before.state === "paused") log("info", { event: "delivery_resumed" });
     }
     return result;
   }
@@ -402,32 +492,36 @@ export class DeliveryQueue {
   async #failed(id: string, result: BotApiResult & { ok: false }, attempts: number): Promise<void> {
     const { clock, random, log } = this.#deps;
     const now = clock.now();
-    this.#nextAt.set(id, now + retryDelayMs(attempts, random));
-    this.#afterFailure(result);
-    const retryIn = Math.max(this.#nextAt.get(id)!, this.#backlogResumeAt) - now;
+    const nextAt = now + retryDelayMs(attempts, random);
+    this.#nextAt.set(id, nextAt);
+    this.#noteFailure(result);
+    const resumeAt = backlogResumesAt(this.#health);
     log("warn", {
       event: "delivery_retry",
       id,
       attempts,
       error: result.error,
-      retry_in_s: this.#settingsProblem === undefined ? Math.ceil(retryIn / 1000) : null,
+      retry_in_s: resumeAt === Infinity
+        ? null
+        : Math.ceil((Math.max(nextAt, resumeAt) - now) / 1000),
     });
     try {
-      await this.#deps.store.failed(id, this.#wallTs(), result.error);
+      await this.#deps.store.failed(id, formatTimestamp(new Date(clock.wallNow())), result.error);
     } catch (error) {
       // Only the count of attempts is lost: the submission stays pending.
-      log("error", { event: "outbox_write_failed", id, error: String(error).slice(0, 200) });
+      log("error", { event: "outbox_write_failed", id, error: describeError(error) });
     }
   }
 
-  /** The backlog's back-off and pause after any failed attempt. */
-  #afterFailure(result: BotApiResult & { ok: false }): void {
+  /**
+   * What a failed send says about the API (lib/delivery/health.ts): a failure that belongs to the
+   * message says nothing; anything else starts or extends an outage, or pauses for the settings.
+   */
+  #noteFailure(result: BotApiResult & { ok: false }): void {
+    const kind = failureKind(result);
+    if (kind === "message") return;
     const { clock, random, log } = this.#deps;
     const now = clock.now();
-    this.#outageSince ??= now;
-    this.#backlogResumeAt = now + outageDelayMs(now - this.#outageSince, random);
-    this.#lastError = result.error;
-    this.#failuresInRow++;
     const migrated = result.parameters?.migrate_to_chat_id;
     if (migrated !== undefined) {
       log("warn", {
@@ -436,47 +530,41 @@ export class DeliveryQueue {
         new_chat_id: migrated,
       });
     }
-    if (failureKind(result) === "settings" && this.#settingsProblem === undefined) {
-      this.#settingsProblem = result.error;
-      log("error", {
-        event: "delivery_paused",
-        reason: result.error,
-        hint: settingsHint(result),
-      });
+    const before = this.#health;
+    this.#health = afterFailure(before, {
+      now,
+      error: result.error,
+      settings: kind === "settings",
+      random,
+    });
+    if (this.#health.state === "paused" && before.state !== "paused") {
+      log("error", { event: "delivery_paused", reason: result.error, hint: settingsHint(result) });
     }
     this.#reviewCallers(now);
   }
 
   /**
-   * Until when an outage backs everything off (`undefined` when none does now). One failure may
-   * be a blip: the next sender is still tried; after two in a row it is an outage. A settings
-   * problem is not one: new submissions still try once each then.
-   */
-  #outageUntil(now: number): number | undefined {
-    const outage = this.#failuresInRow >= OUTAGE_AFTER_FAILURES && now < this.#backlogResumeAt;
-    return outage && this.#settingsProblem === undefined ? this.#backlogResumeAt : undefined;
-  }
-
-  /**
-   * Answers senders whose submission cannot go before their deadline (behind a pause, or too
-   * many ahead): waiting would only delay a known outcome. Their submissions join the backlog.
+   * Answers senders whose submission cannot go before their deadline (behind an outage or a
+   * `429`, or too many ahead): waiting would only delay a known outcome. Their submissions join
+   * the backlog.
    */
   #reviewCallers(now: number): void {
     const { pacer, chatId } = this.#deps;
-    const outage = this.#outageUntil(now);
+    const health = this.#health;
+    const outage = answersAtOnceUntil(health, now);
     let ahead = 0;
     for (const job of [...this.#callers]) {
-      if (outage !== undefined) {
+      if (outage !== undefined && health.state === "outage") {
         // Behind failing tries a sender would only wait for the same failure.
-        if (job.answer === undefined || this.#inFlight === job.submission.id) continue;
+        if (!job.waiter.waiting || this.#inFlight === job.submission.id) continue;
         const seconds = Math.ceil((outage - now) / 1000);
         // (lib/bot/api.ts keeps every error reason on one short line.)
-        this.#release(job, `queued: ${this.#lastError}, next try in ${seconds} s`);
+        this.#release(job, `queued: ${health.lastError}, next try in ${seconds} s`);
         continue;
       }
       const remaining = job.parts.length - job.sent;
       const at = pacer.readyAfter(chatId, ahead + remaining, now);
-      if (at > job.deadline && job.answer !== undefined) {
+      if (at > job.deadline && job.waiter.waiting) {
         const paused = pacer.pausedUntil > now;
         this.#release(
           job,
@@ -492,13 +580,9 @@ export class DeliveryQueue {
 
   /** Answers a waiting sender with "queued"; a durable submission moves to the backlog. */
   #release(job: CallerJob, error: string): void {
-    if (job.timer !== undefined) this.#deps.clock.clearTimer(job.timer);
-    job.timer = undefined;
-    const answer = job.answer;
-    job.answer = undefined;
     // A part in flight finishes: the job leaves the callers' lane when that call returns.
     if (this.#inFlight !== job.submission.id) this.#toBacklog(job);
-    answer?.({ ok: false, error });
+    job.waiter.answer({ ok: false, error });
   }
 
   /** A caller job whose sender was answered: a durable one goes on in the backlog. */
@@ -513,27 +597,27 @@ export class DeliveryQueue {
     const index = this.#callers.indexOf(job);
     if (index >= 0) this.#callers.splice(index, 1);
     this.#callerIds.delete(job.submission.id);
-    if (job.timer !== undefined) this.#deps.clock.clearTimer(job.timer);
-    job.timer = undefined;
   }
 
   async #done(id: string, result: "delivered" | "given_up"): Promise<void> {
     this.#forget(id);
     try {
-      await this.#deps.store.done(id, this.#wallTs(), result);
+      await this.#deps.store.done(
+        id,
+        formatTimestamp(new Date(this.#deps.clock.wallNow())),
+        result,
+      );
     } catch (error) {
       // Delivered, but the outbox could not say so: the next start sends it again (at least once).
-      this.#deps.log("error", { event: "outbox_write_failed", error: String(error).slice(0, 200) });
+      this.#deps.log("error", { event: "outbox_write_failed", id, error: describeError(error) });
     }
   }
 
   #forget(id: string): void {
     this.#progress.delete(id);
     this.#nextAt.delete(id);
-  }
-
-  #wallTs(): string {
-    return new Date(this.#deps.clock.wallNow()).toISOString().slice(0, 19) + "Z";
+    this.#refused.delete(id);
+    this.#ages.forget(id);
   }
 
   /** Waits until `until` (monotonic) or until woken (a new submission, close). */
@@ -564,6 +648,9 @@ function settingsHint(result: BotApiResult & { ok: false }): string {
   }
   if (result.parameters?.migrate_to_chat_id !== undefined) {
     return "the group became a supergroup: set MESSENGER_CHAT_ID to new_chat_id";
+  }
+  if (/rights|write_forbidden|thread not found|topic_/i.test(result.error)) {
+    return "the bot may not post there: give it the right to send messages (an administrator in a channel)";
   }
   return "check MESSENGER_CHAT_ID (contactd chat-id lists the chats that wrote to the bot)";
 }

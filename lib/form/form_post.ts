@@ -4,8 +4,7 @@
  *
  * @module
  */
-import type { RedirectTargets } from "../http/answer.ts";
-import { parseRedirectTarget } from "./redirect.ts";
+import { parseRedirectTarget, type RedirectTargets } from "./redirect.ts";
 import { type Invalid, parseSubmission, type SubmissionResult } from "./submission.ts";
 
 /** The fields that carry a challenge's proof (lib/challenge/altcha.ts); never part of the record. */

@@ -6,6 +6,14 @@
  * @module
  */
 
+/** Validated redirect targets named by a form (see {@linkcode parseRedirectTarget}). */
+export interface RedirectTargets {
+  /** Where a visitor goes after success. */
+  readonly success?: string;
+  /** Where a visitor goes after any refusal, with `error=<code>` added. */
+  readonly error?: string;
+}
+
 /** The longest target accepted, in characters. */
 export const REDIRECT_MAX_LENGTH = 1000;
 

@@ -3,7 +3,6 @@
  *
  * @module
  */
-import type { ErrorCode } from "../http/errors.ts";
 import { isRecord } from "../common/json.ts";
 
 /** Limits in Unicode code points, as the reference deployment counts characters. */
@@ -19,10 +18,22 @@ export interface Submission {
   readonly message: string;
 }
 
+/**
+ * The error codes of a payload that is refused (lib/http/errors.ts gives each its status and
+ * sentence).
+ */
+export type InvalidCode =
+  | "invalid_json"
+  | "invalid_encoding"
+  | "invalid_body"
+  | "field_type"
+  | "field_too_long"
+  | "field_required";
+
 /** Why a payload was refused. */
 export interface Invalid {
   readonly kind: "invalid";
-  readonly code: ErrorCode;
+  readonly code: InvalidCode;
   readonly field?: string;
   readonly message?: string;
 }

@@ -12,7 +12,7 @@ import {
   NO_HEADERS,
   textResponse,
 } from "./responses.ts";
-import { withErrorCode } from "../form/redirect.ts";
+import { type RedirectTargets, withErrorCode } from "../form/redirect.ts";
 
 /** The two kinds of answer the contact pipeline gives. */
 export interface Answers {
@@ -20,14 +20,6 @@ export interface Answers {
   success(): Response;
   /** Refused or failed, with the code's status. */
   error(code: ErrorCode, options?: ErrorResponseOptions): Response;
-}
-
-/** Validated redirect targets named by a form (see lib/form/redirect.ts). */
-export interface RedirectTargets {
-  /** Where a visitor goes after success. */
-  readonly success?: string;
-  /** Where a visitor goes after any refusal, with `error=<code>` added. */
-  readonly error?: string;
 }
 
 /** The sentence of a plain-text success. */

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { type CappedRead, readCapped } from "../common/capped_read.ts";
 
 /** The largest body accepted, in bytes (the reverse proxy enforces the same). */
 export const BODY_LIMIT = 16_384;
@@ -15,9 +16,7 @@ export const BODY_LIMIT = 16_384;
 export const BODY_TIMEOUT_MS = 10_000;
 
 /** The bytes of a body, or why they were refused. */
-export type BodyResult =
-  | { readonly ok: true; readonly bytes: Uint8Array }
-  | { readonly ok: false; readonly reason: "too_large" | "timeout" };
+export type BodyResult = CappedRead;
 
 /**
  * Reads a request body of at most `limit` bytes and hands the result to `onBody`; the promise
@@ -26,7 +25,8 @@ export type BodyResult =
  * passes the limit, so at most the limit plus one chunk is ever buffered. Once `deadline`
  * aborts, the answer is reason `timeout` (the deadline covers the whole body, so a trickle of
  * one byte a second cannot stretch it); a chunked read is cancelled, a declared-length one is
- * left to end unheard. A failed read, or an exception thrown by `onBody`, goes to `onError`.
+ * left to end unheard, a chunked one is cancelled without waiting (a failed cancel goes to
+ * `onCancelFailed`). A failed read, or an exception thrown by `onBody`, goes to `onError`.
  *
  * Why a callback rather than a promise to await: this is every POST's path, and handing the
  * body straight to the rules leaves, besides the read's own, one promise per request (the one
@@ -39,6 +39,7 @@ export function withBody<T>(
   deadline: AbortSignal,
   onBody: (body: BodyResult) => T | PromiseLike<T>,
   onError: (error: unknown) => T | PromiseLike<T>,
+  onCancelFailed: (error: unknown) => void,
 ): Promise<T> {
   const { promise, resolve, reject } = Promise.withResolvers<T>();
   const fail = (error: unknown) => {
@@ -57,7 +58,7 @@ export function withBody<T>(
   };
   const declared = request.headers.get("content-length");
   if (declared === null) {
-    readStream(request, limit, deadline).then(settle, fail);
+    readStream(request, limit, deadline, onCancelFailed).then(settle, fail);
     return promise;
   }
   if (Number(declared) > limit) {
@@ -81,48 +82,21 @@ export function withBody<T>(
   return promise;
 }
 
-/** The chunked (or length-less) case of {@linkcode withBody}. */
+/** The chunked (or length-less) case of {@linkcode withBody}: the one capped reader's job. */
 async function readStream(
   request: Request,
   limit: number,
   deadline: AbortSignal,
+  onCancelFailed: (error: unknown) => void,
 ): Promise<BodyResult> {
-  if (request.body === null) return { ok: true, bytes: new Uint8Array() };
-
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
   let expire = () => {};
-  const expired = new Promise<"timeout">((resolve) => (expire = () => resolve("timeout")));
+  const expired = new Promise<void>((resolve) => (expire = resolve));
   const reads = waitFor(deadline, expire);
   try {
-    while (true) {
-      const next = await Promise.race([reader.read(), expired]);
-      if (next === "timeout") {
-        // Not awaited: a stalled client must not stall the answer.
-        reader.cancel().catch(() => {});
-        return TIMEOUT;
-      }
-      const { done, value } = next;
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        return TOO_LARGE;
-      }
-      chunks.push(value);
-    }
+    return await readCapped(request, limit, { expired, onCancelFailed });
   } finally {
     reads?.delete(expire);
-    reader.releaseLock();
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return { ok: true, bytes };
 }
 
 const TIMEOUT: BodyResult = Object.freeze({ ok: false, reason: "timeout" });

@@ -5,13 +5,14 @@
  */
 import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
 import { accept, type AcceptDeps } from "./accept.ts";
-import { formatTimestamp } from "../storage/backup.ts";
+import { formatTimestamp } from "../common/timestamp.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
 import type { ChallengeGate, ChallengeVerdict } from "../challenge/altcha.ts";
-import { clientAddress, type RealIpHeader } from "../net/client_address.ts";
+import { clientAddress } from "../net/client_address.ts";
+import type { RealIpHeader } from "../config/config.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { parseFormPost } from "../form/form_post.ts";
-import type { Cidr } from "../net/ip.ts";
+import type { Cidr } from "../common/ip.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { outcome } from "../log/tally.ts";
 import { type RateLimiter, rateLimitKey } from "../net/rate_limit.ts";
@@ -97,6 +98,8 @@ export function handleContact(
     deps.bodyDeadline(nowMs),
     (body) => withinBody(deps, body, { request, kind, cors, answer, ip, nowMs }),
     (error) => internalError(deps.log, request, error),
+    // The body was already answered (408): a stream that will not even cancel is only logged.
+    (error) => deps.log("warn", { event: "body_cancel_failed", error: describeError(error) }),
   );
 }
 

@@ -3,18 +3,15 @@
  *
  * @module
  */
+import type { InvalidCode } from "../form/submission.ts";
 
 /** Every error code an answer can carry. */
 export type ErrorCode =
   | "rate_limited"
   | "payload_too_large"
   | "unsupported_media_type"
-  | "invalid_json"
-  | "invalid_encoding"
-  | "invalid_body"
-  | "field_type"
-  | "field_too_long"
-  | "field_required"
+  | InvalidCode
+  | "invalid_host"
   | "not_found"
   | "method_not_allowed"
   | "origin_not_allowed"
@@ -52,6 +49,7 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
   field_type: { status: 400, message: "A field has the wrong type." },
   field_too_long: { status: 400, message: "A field is too long." },
   field_required: { status: 400, message: "A required field is empty." },
+  invalid_host: { status: 400, message: "The request's Host header is not valid." },
   not_found: { status: 404, message: "There is nothing at this address." },
   method_not_allowed: { status: 405, message: "This method is not allowed here." },
   origin_not_allowed: { status: 403, message: "This site may not send messages here." },

@@ -1,19 +1,10 @@
 /**
  * The example form (`examples/contact.html`), served at `/` only with `SERVE_EXAMPLE=1`, for
- * trying contactd out. In production the site serves its own copy.
+ * trying contactd out (its bytes read once at start-up: lib/config/example_page.ts says where
+ * from). In production the site serves its own copy.
  *
  * @module
  */
-import { fileURLToPath } from "node:url";
-
-/** Where the page lives: beside `lib/`, whatever the working directory. */
-export const EXAMPLE_PAGE_URL = new URL("../../examples/contact.html", import.meta.url);
-
-/** The page's absolute path, as `--allow-read` needs it and `Deno.readFile` reads it. */
-export function examplePagePath(): string {
-  return fileURLToPath(EXAMPLE_PAGE_URL);
-}
-
 // The page needs its own inline script and style, and talks to this origin only.
 const CSP = [
   "default-src 'none'",

@@ -1,5 +1,5 @@
 /**
- * Routing, health, and the last line of defence against unexpected errors.
+ * Routing, the `Host` check, health, and the last line of defence against unexpected errors.
  *
  * @module
  */
@@ -7,6 +7,8 @@ import { type ContactDeps, handleContact, internalError, type PeerInfo } from ".
 import { BODY_TIMEOUT_MS } from "./body.ts";
 import { checkOrigin, corsHeaders, preflightResponse } from "./cors.ts";
 import { clientAddress } from "../net/client_address.ts";
+import { parseIp } from "../common/ip.ts";
+import type { DeliveryStatus } from "../delivery/health.ts";
 import { outcome } from "../log/tally.ts";
 import { type RateLimiter, rateLimitKey } from "../net/rate_limit.ts";
 import { sharedDeadline } from "./deadline.ts";
@@ -26,10 +28,49 @@ export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allo
    * the POSTs' so fetching challenges cannot lock a visitor out of posting.
    */
   readonly challengeLimiter?: RateLimiter | undefined;
+  /**
+   * The delivery's state and the messages waiting in the outbox, for health (the queue's
+   * `status()` and the outbox's pending count). Absent: `ok` while configured, else `paused`.
+   */
+  readonly deliveryStatus?: () => DeliveryReport;
 };
+
+/**
+ * What health reports about delivery: the queue's state (lib/delivery/health.ts: `paused` is a
+ * settings problem only the operator can fix) and the messages stored and not delivered yet.
+ */
+export type DeliveryReport = DeliveryStatus & { readonly pending: number };
+
+/** The body of `GET /api/health`. */
+export interface Health {
+  /** False while the disk fails or delivery is paused: the service cannot do its job. */
+  readonly ok: boolean;
+  /** Both the token and the chat id are set (the spec's meaning). */
+  readonly configured: boolean;
+  readonly delivery: DeliveryStatus["state"];
+  readonly pending: number;
+}
 
 /** A `Deno.serve` handler with health state of its own. */
 export type Handler = (request: Request, info: PeerInfo) => Response | Promise<Response>;
+
+/**
+ * The health answer: `200` when `ok`, else `503` (monitoring tools read the status first), never
+ * cached. `ok` is false while the backup file or outbox cannot be written, and while delivery is
+ * paused (a settings problem, or the messenger not set).
+ */
+export function healthOf(
+  storageOk: boolean,
+  configured: boolean,
+  delivery: DeliveryReport | undefined,
+): { readonly status: 200 | 503; readonly body: Health } {
+  const state = delivery?.state ?? (configured ? "ok" : "paused");
+  const ok = storageOk && state !== "paused";
+  return {
+    status: ok ? 200 : 503,
+    body: { ok, configured, delivery: state, pending: delivery?.pending ?? 0 },
+  };
+}
 
 /** Builds the request handler. Health `ok` is false while the backup file cannot be written. */
 export function createHandler(deps: HandlerDeps): Handler {
@@ -54,15 +95,21 @@ export function createHandler(deps: HandlerDeps): Handler {
   // Not async: the contact pipeline's answer (a promise that never rejects) is handed on as is.
   return (request, info) => {
     try {
-      const path = pathOf(request.url, request.headers.get("host"));
+      const host = request.headers.get("host");
+      if (host !== null && !isValidHost(host)) {
+        // RFC 9112 §3.2: 400 on every route. Tallied: a flood of them is one summary line.
+        outcome(deps.log, 400, "invalid_host");
+        return errorResponse("invalid_host");
+      }
+      const path = pathOf(request.url, host);
       const methods = Object.hasOwn(routes, path) ? routes[path] : undefined;
       if (methods === undefined) return errorResponse("not_found");
       if (!methods.includes(request.method)) {
         return errorResponse("method_not_allowed", { headers: { allow: methods.join(", ") } });
       }
       if (path === "/api/health") {
-        const health = { ok: storageOk, configured: deps.queue !== undefined };
-        return jsonResponse(200, health, NO_STORE);
+        const health = healthOf(storageOk, deps.queue !== undefined, deps.deliveryStatus?.());
+        return jsonResponse(health.status, health.body, NO_STORE);
       }
       if (path === "/" && examplePage !== undefined) {
         return examplePageResponse(examplePage, request.method);
@@ -138,6 +185,28 @@ function challengeResponse(
       }),
     (error) => internalError(deps.log, request, error),
   );
+}
+
+/**
+ * `Host = uri-host [ ":" port ]` (RFC 9112 §3.2, RFC 3986 §3.2.2): a reg-name (unreserved,
+ * sub-delims, `%XX`), an IPv4 address (a reg-name by syntax), or an IPv6 or IPvFuture literal in
+ * brackets; the port digits only. Empty is valid (a target without authority).
+ */
+const HOST = new RegExp(
+  "^(?:\\[(?:([0-9A-Fa-f:.]+)|v[0-9A-Fa-f]+\\.[A-Za-z0-9._~!$&'()*+,;=:-]+)\\]|" +
+    "(?:[A-Za-z0-9._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(?::([0-9]*))?$",
+);
+
+/**
+ * True when `host` is a valid `Host` field value: an IPv6 literal must parse as one, and a port
+ * must be one (at most 65535).
+ */
+export function isValidHost(host: string): boolean {
+  const match = HOST.exec(host);
+  if (match === null) return false;
+  const [, ipv6, port] = match;
+  if (port !== undefined && !(port.length <= 5 && Number(port) <= 65535)) return false;
+  return ipv6 === undefined || (ipv6.includes(":") && parseIp(ipv6) !== null);
 }
 
 /**

@@ -105,7 +105,11 @@ export function keepServing(deps: KeepServingDeps): KeptServing {
     finished: run(),
     shutdown() {
       stop.abort();
-      current?.shutdown().catch(() => {}); // a failed accept loop shows in `finished`
+      // Once stopping, a failed accept loop no longer shows as `serve_failed` (nothing is
+      // listened again): the failed shutdown says so itself.
+      current?.shutdown().catch((error) =>
+        deps.log("error", { event: "serve_shutdown_failed", error: describeError(error) })
+      );
     },
   };
 }

@@ -54,6 +54,9 @@ function tallyKey(fields: LogFields): string {
   return fields.result === undefined ? fields.event : `${fields.event}_${fields.result}`;
 }
 
+/** How often the service flushes the tally: one `contact_summary` line per this many ms at most. */
+export const SUMMARY_INTERVAL_MS = 10_000;
+
 /** At most this many characters of a refused origin reach the summary. */
 const ORIGIN_CHARS = 100;
 

@@ -4,17 +4,15 @@
  * @module
  */
 
-import { canonicalIp, type Cidr, cidrContains, formatIp, type IpAddress, parseIp } from "./ip.ts";
-
-/**
- * The header a trusted proxy names the client in (`REAL_IP_HEADER`, lower-case): appended
- * `X-Forwarded-For` (nginx `$proxy_add_x_forwarded_for` and most proxies), or `X-Real-IP` set
- * (never passed through) by the proxy itself.
- */
-export type RealIpHeader = "x-forwarded-for" | "x-real-ip";
-
-/** The values `REAL_IP_HEADER` accepts (compared case-insensitively), the default first. */
-export const REAL_IP_HEADERS: readonly RealIpHeader[] = ["x-forwarded-for", "x-real-ip"];
+import {
+  canonicalIp,
+  type Cidr,
+  cidrContains,
+  formatIp,
+  type IpAddress,
+  parseIp,
+} from "../common/ip.ts";
+import type { RealIpHeader } from "../config/config.ts";
 
 /**
  * Decides which address a request is counted and recorded under, the way nginx's realip

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { canonicalIp, ipv6Network64, isCanonicalIpv4 } from "./ip.ts";
+import { canonicalIp, ipv6Network64, isCanonicalIpv4 } from "../common/ip.ts";
 
 /** Configuration for {@linkcode RateLimiter}. */
 export interface RateLimiterOptions {

@@ -24,11 +24,6 @@ export function formatRecord(record: BackupRecord): string {
   return JSON.stringify({ ts, name, contact, message, ip, messenger_ok, messenger_error }) + "\n";
 }
 
-/** Formats a time as the record's `ts`: `2026-11-22T14:03:09Z`. */
-export function formatTimestamp(time: Date): string {
-  return time.toISOString().slice(0, 19) + "Z";
-}
-
 /**
  * Opens `path` for append, creating it with mode 0600. Throws at once if it cannot be opened,
  * so a bad path stops start-up instead of losing the first message. `onLoose` is told when a

@@ -1,38 +1,49 @@
 /**
  * The outbox of a running service: every validated submission, durable on disk before delivery
- * starts, until it has reached the chat (or is given up). Lines (lib/storage/outbox_lines.ts) are appended
- * and synced (group commit), mode 0600, beside the backup file (`MESSAGES_FILE` + `.outbox`),
- * compacted by contactd itself.
+ * starts, until it has reached the chat (or is given up). Lines (lib/storage/outbox_lines.ts) are
+ * appended and synced (group commit), mode 0600, beside the backup file (`MESSAGES_FILE` +
+ * `.outbox`), compacted by contactd itself (lib/storage/compaction.ts).
  *
- * Memory holds a bounded window: the oldest pending submissions (at most `window`, their ids,
- * times, attempts and offsets, never their text) plus those whose backup record is not written
- * yet. The rest of a long backlog stays on disk as the file's tail, from `scanFrom` on, and is
- * read into the window as it drains, oldest first.
+ * Memory holds a bounded window (lib/storage/window.ts): the oldest pending submissions (their
+ * ids, times, attempts and offsets, never their text) plus those whose backup record is not
+ * written yet. The rest of a long backlog stays on disk as the file's tail and is read into the
+ * window as it drains, oldest first. This file is the window's I/O shell: it reads and writes
+ * through a {@linkcode StorageFs} and tells the window what happened.
+ *
+ * An offset is never trusted without checking what it points at: a line that is not the entry's
+ * is looked for in the file, and only a line that is there but damaged is a verdict on the data
+ * ({@linkcode OutboxEntryDamaged}); damaged lines are kept aside for the operator
+ * (`MESSAGES_FILE.outbox.damaged`), logged, and never stop the service.
  *
  * @module
  */
+import { damagedPath } from "../common/state_files.ts";
+import { describeError, type Logger } from "../log/logger.ts";
+import { compactOutbox } from "./compaction.ts";
+import { keepAside } from "./_damaged.ts";
+import { denoFs, type StorageFile, type StorageFs, writeAll } from "./file_system.ts";
 import { type Appender, createGroupAppender } from "./group_commit.ts";
 import {
   addLine,
-  applyOp,
-  compactedLine,
-  entryOf,
-  finished,
+  encodeOp,
+  findAddLine,
   newEntry,
+  type OutboxChange,
   type OutboxEntry,
   type OutboxSubmission,
   parseHead,
-  parseSubmissionLine,
   readAt,
+  readSubmission,
   scanLines,
 } from "./outbox_lines.ts";
 import { pathSource, type TrackedFile, trackFile } from "./tracked_file.ts";
+import { OutboxWindow, type TailScan } from "./window.ts";
 
+export { outboxPath } from "../common/state_files.ts";
 export {
   loadOutbox,
   type OutboxEntry,
   type OutboxIndex,
-  outboxPath,
   type OutboxSubmission,
   readSubmissions,
 } from "./outbox_lines.ts";
@@ -41,12 +52,19 @@ const encoder = new TextEncoder();
 
 /** Options of {@linkcode openOutbox}. */
 export interface OutboxOptions {
+  /**
+   * Where failures of background work (compaction, refill, directory sync) and damaged lines
+   * are logged, each under its own event.
+   */
+  readonly log: Logger;
   /** Told when the file is readable or writable by group or others. */
   readonly onLoose?: (mode: number) => void;
   /** Compact once this many bytes are dead and they outweigh the live ones; default 1 MiB. */
   readonly compactAfterBytes?: number;
   /** How many pending submissions memory holds at most (the rest wait on disk); default 1024. */
   readonly window?: number;
+  /** The file system (default: the real one); the tests pass one that holds or fails calls. */
+  readonly fs?: StorageFs;
 }
 
 /** The outbox of a running service. */
@@ -71,7 +89,10 @@ export interface Outbox {
    * window runs low, the next pending submissions on disk are read into it before this resolves.
    */
   done(id: string, ts: string, result: "delivered" | "given_up"): Promise<void>;
-  /** The submission's text, read from the file. */
+  /**
+   * The submission's text, read from the file. Rejects with {@linkcode OutboxEntryDamaged} when
+   * its line is damaged (a verdict on the data); any other rejection is an I/O error, not one.
+   */
   read(id: string): Promise<OutboxSubmission>;
   /** Rewrites the file with only what is still needed. */
   compact(): Promise<void>;
@@ -79,26 +100,33 @@ export interface Outbox {
   close(): Promise<void>;
 }
 
-/** What a scan of the file's tail found for the window. */
-interface TailScan {
-  /** Pending entries read into the window. */
-  moved: number;
-  /** Where the first `add` left on disk is (undefined when none was). */
-  stopAt: number | undefined;
-  /** At start only: pending submissions left on disk. */
-  left: number;
-  /** Lines that were not whole JSON. */
-  skipped: number;
-  /** Where the whole lines read end. */
-  end: number;
+/** An entry's line is in the file but damaged, or is not in it at all: its text is lost. */
+export class OutboxEntryDamaged extends Error {
+  /** The submission's id. */
+  readonly id: string;
+
+  constructor(id: string) {
+    super(`outbox entry ${id} is damaged: its text cannot be read back`);
+    this.name = "OutboxEntryDamaged";
+    this.id = id;
+  }
+}
+
+/** A tracked file whose every write fails with `error`. */
+function _failing(error: unknown): TrackedFile {
+  return { writeLines: () => Promise.resolve({ offsets: [], error }), close: () => {} };
 }
 
 /**
  * Opens (creating, mode 0600) the outbox at `path` and reads its window. Throws at once when it
- * cannot be opened, like the backup file.
+ * cannot be opened, like the backup file. Damaged lines found are kept aside and logged
+ * (`outbox_lines_damaged`); a compaction that fails at start is logged
+ * (`outbox_compaction_failed`) and does not stop it.
  */
-export async function openOutbox(path: string, options: OutboxOptions = {}): Promise<Outbox> {
-  const source = pathSource(path, options.onLoose ?? (() => {}));
+export async function openOutbox(path: string, options: OutboxOptions): Promise<Outbox> {
+  const { log } = options;
+  const fs = options.fs ?? denoFs;
+  const source = pathSource(path, options.onLoose ?? (() => {}), fs);
   const opened = await source.open();
   /** Identity of the file appends go to; compared with what the path names before each. */
   let fileId: string | null = opened.id;
@@ -106,208 +134,143 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
   let appender: Appender = createGroupAppender(tracked);
   // Opened now and kept: if the path is removed or replaced, this still reads the entries held,
   // so a compaction can write them to a new file there.
-  let reader: Deno.FsFile = await Deno.open(path, { read: true });
-  const capacity = options.window ?? 1024;
-  const compactAfter = options.compactAfterBytes ?? 1 << 20;
+  let reader: StorageFile;
+  try {
+    reader = await fs.open(path, { read: true });
+  } catch (error) {
+    tracked.close();
+    throw error;
+  }
+  const window = new OutboxWindow({
+    capacity: options.window ?? 1024,
+    compactAfter: options.compactAfterBytes ?? 1 << 20,
+    fileBytes: opened.size,
+  });
 
-  /** The window; see the module documentation. */
-  const entries = new Map<string, OutboxEntry>();
-  let windowPending = 0;
-  /** Pending submissions on disk only, all with their `add` line at or after `scanFrom`. */
-  let tailPending = 0;
-  let scanFrom = Infinity;
-  let fileBytes = opened.size;
-  let windowBytes = 0;
   // While a compaction runs, appends and reads wait for it.
   let gate: Promise<void> | undefined;
   /** A refill in progress (it reads the tail while appends go on; compactions wait for it). */
   let refilling: Promise<void> | undefined;
-  /** While a refill runs: the first offset of an add put to the tail meanwhile. */
-  let addedDuringRefill = Infinity;
-  /**
-   * Entries a refill read in: up to which offset it had read the file, and which file (each
-   * compaction starts a new one, `generation`): a line written to a later file came after.
-   */
-  const readUpTo = new WeakMap<OutboxEntry, { generation: number; offset: number }>();
-  let generation = 0;
-  /**
-   * Changes to submissions not in the window, written while a refill ran and finished before it
-   * read them in: applied once it has (their lines came after what it read).
-   */
-  const missedDuringRefill: Array<{ id: string; offset: number; apply(e: OutboxEntry): void }> = [];
   /** Writes under way (every call of `append`), awaited by `close`. */
   const writes = new Set<Promise<unknown>>();
   let closed = false;
 
-  // Reads share one handle (seek, then read): one at a time.
+  // Reads share one handle (seek, then read): one at a time, each whether or not the last failed.
   let reads: Promise<unknown> = Promise.resolve();
-  const withReader = <T>(use: (file: Deno.FsFile) => Promise<T>): Promise<T> => {
+  const withReader = <T>(use: (file: StorageFile) => Promise<T>): Promise<T> => {
     const result = reads.then(() => use(reader));
-    reads = result.catch(() => {});
+    reads = result.then(() => {}, () => {}); // the failure is the caller's, through `result`
     return result;
   };
-  const readLine = (entry: OutboxEntry) =>
-    withReader((file) => readAt(file, entry.offset, entry.length));
 
-  const hold = (entry: OutboxEntry) => {
-    entries.set(entry.id, entry);
-    windowBytes += entry.length;
-    if (entry.done === false) windowPending++;
-  };
-  const forget = (entry: OutboxEntry) => {
-    if (entries.get(entry.id) !== entry) return;
-    entries.delete(entry.id);
-    windowBytes -= entry.length;
-    if (entry.done === false) windowPending--;
-  };
-  const setStatus = (entry: OutboxEntry, status: number | null) => {
-    entry.status = status;
-    if (finished(entry)) forget(entry);
-  };
-  const noteFailure = (entry: OutboxEntry, ts: string, error: string) => {
-    entry.attempts++;
-    entry.firstError ??= error;
-    entry.lastError = error;
-    entry.lastTs = ts;
-  };
-  const setDone = (entry: OutboxEntry, result: "delivered" | "given_up") => {
-    entry.done = result;
-    windowPending--;
-    if (finished(entry)) forget(entry);
+  /** Entries whose damaged `add` line this run kept aside already. */
+  const keptAside = new Set<string>();
+  /** Reads damaged lines' bytes from `file` (the reader, inside `withReader`). */
+  const rangesOf = async (
+    file: StorageFile,
+    ranges: TailScan["damaged"],
+  ): Promise<Uint8Array[]> => {
+    const lines: Uint8Array[] = [];
+    for (const { offset, length } of ranges) {
+      const text = await readAt(file, offset, length);
+      if (text !== undefined) lines.push(encoder.encode(text));
+    }
+    return lines;
   };
 
   /**
-   * Reads the file from `from` and moves pending entries it finds, not already held, into the
-   * window until it holds `capacity`. At start (`atStart`) it also counts the pending ones it
-   * leaves on disk, and holds every submission that lacks its backup record, however many (few:
-   * those in flight at a crash), for recovery.
+   * The submission of a held entry, its offset checked: a line that is not its `add` is looked
+   * for in the whole file (and the entry moved there); only an `add` line of its id that is
+   * damaged, or none at all, is a verdict ({@linkcode OutboxEntryDamaged}, the line kept aside
+   * and logged). I/O errors reject as they are.
    */
+  const readEntry = (entry: OutboxEntry): Promise<OutboxSubmission> =>
+    withReader(async (file) => {
+      const line = await readAt(file, entry.offset, entry.length);
+      const submission = line === undefined ? undefined : readSubmission(line, entry.id);
+      if (submission !== undefined) return submission;
+      const found = await findAddLine(file, entry.id);
+      if (found !== undefined) {
+        const text = new TextDecoder().decode(found.bytes);
+        const moved = readSubmission(text, entry.id);
+        if (moved !== undefined) {
+          log("warn", {
+            event: "outbox_entry_moved",
+            id: entry.id,
+            from: entry.offset,
+            to: found.offset,
+          });
+          window.relocate(entry, found.offset, found.length);
+          return moved;
+        }
+      }
+      log("error", { event: "outbox_entry_damaged", id: entry.id, offset: entry.offset });
+      if (found !== undefined && !keptAside.has(entry.id)) {
+        keptAside.add(entry.id);
+        try {
+          await keepAside(fs, damagedPath(path), [found.bytes]);
+        } catch (error) {
+          log("error", { event: "outbox_keep_aside_failed", error: describeError(error) });
+        }
+      }
+      throw new OutboxEntryDamaged(entry.id);
+    });
+
+  /** Reads the file from `from` into the window; see {@linkcode OutboxWindow.scan}. */
   const scanTail = (from: number, atStart: boolean): Promise<TailScan> =>
     withReader(async (file) => {
-      const fresh = new Map<string, OutboxEntry>();
-      const unrecorded = new Map<string, OutboxEntry>();
-      const scan: TailScan = { moved: 0, stopAt: undefined, left: 0, skipped: 0, end: from };
-      scan.end = await scanLines(file, from, (line, offset, length) => {
-        const head = parseHead(line);
-        if (head === undefined) return void scan.skipped++;
-        const id = head.id as string;
-        if (head.op === "add") {
-          if (entries.has(id)) return;
-          const entry = entryOf(head, offset, length);
-          if (entry === undefined) return void scan.skipped++;
-          // Pending ones count against the window (a delivered one waiting for its record is
-          // let go as soon as it is written).
-          if (scan.stopAt === undefined && windowPending + fresh.size < capacity) {
-            fresh.set(id, entry);
-            return;
-          }
-          scan.stopAt ??= offset;
-          if (!atStart) return;
-          if (entry.done === false) scan.left++;
-          if (entry.status === undefined) unrecorded.set(id, entry);
-          return;
-        }
-        const entry = fresh.get(id) ?? unrecorded.get(id);
-        if (entry === undefined) {
-          // Every line about a submission follows its add: read from the start, a `done` for
-          // one not held is for one left on disk.
-          if (atStart && head.op === "done" && !entries.has(id)) scan.left--;
-          return;
-        }
-        const wasPending = entry.done === false;
-        if (!applyOp(entry, head)) scan.skipped++;
-        if (finished(entry)) fresh.delete(id);
-        // Left on disk and counted pending, now done: pending no more.
-        if (wasPending && entry.done !== false && unrecorded.has(id)) scan.left--;
-        if (entry.status !== undefined) unrecorded.delete(id);
+      const fold = window.scan(atStart);
+      const end = await scanLines(file, from, (line, offset, length) => {
+        fold.line(parseHead(line), offset, length);
       });
-      for (const entry of fresh.values()) {
-        // Pending ones join the window. At start so do delivered ones without their backup
-        // record (recovery writes it); later those are new submissions whose sender is being
-        // answered, which the callers' lane finishes.
-        if (entry.done === false) scan.moved++;
-        else if (!atStart) continue;
-        hold(entry);
-        readUpTo.set(entry, { generation, offset: scan.end });
-      }
-      for (const entry of unrecorded.values()) {
-        hold(entry);
-        if (entry.done === false) scan.left--;
-      }
-      return scan;
+      return fold.finish(end);
     });
 
   /**
    * The window runs low and submissions wait on disk: read the next ones in. Appends go on
-   * meanwhile (a line written after the scan read that far is applied by its writer, see
-   * `missedThenRead`); a compaction waits for it.
+   * meanwhile (a line written after the scan read that far is applied by the window, see
+   * {@linkcode OutboxWindow.written}); a compaction waits for it.
    */
   const wanted = () =>
-    !closed && gate === undefined && refilling === undefined && scanFrom !== Infinity &&
-    windowPending <= capacity / 2;
+    !closed && gate === undefined && refilling === undefined && window.wantsRefill();
   const refill = async (): Promise<void> => {
     if (!wanted()) return refilling;
     // Every tail add so far has its offset. Not as `refilling`: a write may be healing the file
     // by a compaction, which waits for refills.
     await Promise.allSettled(writes);
     if (!wanted()) return refilling;
-    addedDuringRefill = Infinity;
+    window.refillStarted();
     refilling = (async () => {
       try {
-        const scan = await scanTail(scanFrom, false);
-        tailPending = scan.stopAt === undefined ? 0 : Math.max(0, tailPending - scan.moved);
-        scanFrom = Math.min(scan.stopAt ?? Infinity, addedDuringRefill);
-        for (const change of missedDuringRefill) {
-          const entry = missedThenRead(change.id, change.offset);
-          if (entry !== undefined) change.apply(entry);
-        }
+        window.refilled(await scanTail(window.scanFrom!, false));
       } finally {
-        missedDuringRefill.length = 0;
+        window.refillEnded();
         refilling = undefined;
       }
     })();
     return refilling;
   };
-
-  /**
-   * An entry that was not in the window when a change to it was asked for, but that a refill read
-   * in before the change's line was on disk: the change must still be applied to it.
-   */
-  const missedThenRead = (id: string, offset: number): OutboxEntry | undefined => {
-    const entry = entries.get(id);
-    const read = entry === undefined ? undefined : readUpTo.get(entry);
-    if (read === undefined) return undefined;
-    // `offset` is in the file of now: a compaction in between (which copied the entry from memory,
-    // without this change) means the line came after what was read.
-    return read.generation !== generation || read.offset <= offset ? entry : undefined;
+  /** A refill nobody waits for (it is tried again by the next `done` or compaction): logged. */
+  const refillInBackground = () => {
+    refill().catch((error) =>
+      log("error", { event: "outbox_refill_failed", error: describeError(error) })
+    );
   };
 
-  /**
-   * Writes `line`, a change to submission `id`; `apply` makes the change in memory. If the
-   * window held it when asked, `apply` ran already (`held`); otherwise a refill may read it in
-   * meanwhile, without this line: then the change is applied to what it read.
-   */
-  const change = async (
-    id: string,
-    line: string,
-    held: boolean,
-    apply: (entry: OutboxEntry) => void,
-  ): Promise<void> => {
-    const offset = await append(line);
-    if (held) return;
-    const entry = missedThenRead(id, offset);
-    if (entry !== undefined) apply(entry);
-    else if (refilling !== undefined) missedDuringRefill.push({ id, offset, apply });
+  /** Writes `change`'s line; the window applies it (at once if held, else once it is written). */
+  const change = async (op: OutboxChange): Promise<void> => {
+    const held = window.change(op);
+    if (held === "skip") return;
+    const offset = await append(encodeOp(op));
+    if (held === "not_held") window.written(op, offset);
   };
 
-  const worthCompacting = () => {
-    const tailBytes = scanFrom === Infinity ? 0 : fileBytes - scanFrom;
-    const dead = fileBytes - windowBytes - tailBytes;
-    return dead >= compactAfter && dead > windowBytes + tailBytes;
-  };
   const maybeCompact = () => {
-    if (!closed && gate === undefined && worthCompacting()) {
-      outbox.compact().catch(() => {}); // a failed compaction leaves the old file, still valid
+    if (!closed && gate === undefined && window.worthCompacting()) {
+      // A failed compaction leaves the old file, still valid: logged, and tried again later.
+      outbox.compact().catch((error) =>
+        log("error", { event: "outbox_compaction_failed", error: describeError(error) })
+      );
     }
   };
 
@@ -324,11 +287,12 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         await outbox.compact();
       }
       const offset = await appender.append(line);
-      fileBytes = Math.max(fileBytes, offset + encoder.encode(line).byteLength);
+      window.wrote(offset, encoder.encode(line).byteLength);
       return offset;
     })();
     writes.add(write);
-    write.then(() => writes.delete(write), () => writes.delete(write));
+    const settled = () => writes.delete(write);
+    write.then(settled, settled);
     return write;
   };
 
@@ -340,19 +304,20 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
     } catch (error) {
       // Writes fail (and say why) until a later compaction manages to open the file again.
       fileId = null;
-      tracked = { writeLines: () => Promise.resolve({ offsets: [], error }), close: () => {} };
+      tracked = _failing(error);
     }
     appender = createGroupAppender(tracked);
   };
 
   /**
    * Copies the tail's lines from `from` to `out`: every submission's lines from its add on, except
-   * those held in the window (their state is folded into their compacted lines). Returns the bytes
-   * written.
+   * those held in the window (their state is folded into their compacted lines). Damaged lines
+   * are kept aside (logged). Returns the bytes written.
    */
-  const copyTail = (from: number, out: Deno.FsFile) =>
+  const copyTail = (from: number, out: StorageFile) =>
     withReader(async (file) => {
       const copied = new Set<string>();
+      const damaged: Uint8Array[] = [];
       let buffer: Uint8Array[] = [];
       let buffered = 0;
       let size = 0;
@@ -369,9 +334,9 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
       };
       await scanLines(file, from, (line, _offset, length) => {
         const head = parseHead(line);
-        if (head === undefined) return; // a torn line
+        if (head === undefined) return void damaged.push(line.slice()); // a torn line
         const id = head.id as string;
-        if (entries.has(id)) return;
+        if (window.entries.has(id)) return;
         if (head.op === "add") copied.add(id);
         else if (!copied.has(id)) return; // about a submission already finished
         const copy = new Uint8Array(length);
@@ -383,75 +348,63 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         if (buffered >= 1 << 20) return flush();
       });
       await flush();
+      await keepDamaged(damaged);
       return size;
     });
 
+  /** Keeps damaged lines aside and logs them; a failure to keep them is logged too. */
+  const keepDamaged = async (lines: readonly Uint8Array[]): Promise<boolean> => {
+    if (lines.length === 0) return true;
+    log("warn", { event: "outbox_lines_damaged", lines: lines.length, file: damagedPath(path) });
+    try {
+      await keepAside(fs, damagedPath(path), lines);
+      return true;
+    } catch (error) {
+      log("error", { event: "outbox_keep_aside_failed", error: describeError(error) });
+      return false;
+    }
+  };
+
   const outbox: Outbox = {
-    entries: () => entries.values(),
-    get: (id) => entries.get(id),
+    entries: () => window.entries.values(),
+    get: (id) => window.entries.get(id),
     get pendingCount() {
-      return windowPending + tailPending;
+      return window.pendingCount;
     },
     async add(submission) {
       const line = addLine(submission);
-      // Oldest first: while submissions wait on disk, new ones wait behind them.
-      const toTail = scanFrom !== Infinity || windowPending >= capacity;
-      if (toTail) tailPending++;
+      const toTail = window.addToTail();
       let offset: number;
       try {
         offset = await append(line);
       } catch (error) {
-        if (toTail) tailPending--;
+        if (toTail) window.addFailed();
         throw error;
       }
-      const length = encoder.encode(line).byteLength;
-      if (toTail) {
-        scanFrom = Math.min(scanFrom, offset);
-        if (refilling !== undefined) addedDuringRefill = Math.min(addedDuringRefill, offset);
-        return;
-      }
-      hold(newEntry(submission, offset, length));
+      if (toTail) window.addedToTail(offset);
+      else window.hold(newEntry(submission, offset, encoder.encode(line).byteLength));
     },
     async recorded(id, status) {
-      const entry = entries.get(id);
-      if (entry !== undefined) setStatus(entry, status);
-      const line = JSON.stringify({ op: "recorded", id, status }) + "\n";
-      await change(id, line, entry !== undefined, (late) => setStatus(late, status));
+      await change({ op: "recorded", id, status });
       maybeCompact();
     },
     async failed(id, ts, error) {
-      const entry = entries.get(id);
-      if (entry !== undefined) noteFailure(entry, ts, error);
-      const line = JSON.stringify({ op: "failed", id, ts, error }) + "\n";
-      await change(id, line, entry !== undefined, (late) => noteFailure(late, ts, error));
+      await change({ op: "failed", id, ts, error });
     },
     async done(id, ts, result) {
-      const entry = entries.get(id);
-      if (entry !== undefined) {
-        if (entry.done !== false) return;
-        setDone(entry, result);
-      } else {
-        // A new submission whose add went to the tail (the window was full), sent by its caller.
-        tailPending = Math.max(0, tailPending - 1);
-      }
-      const line = JSON.stringify({ op: "done", id, ts, result }) + "\n";
-      await change(id, line, entry !== undefined, (late) => {
-        if (late.done === false) setDone(late, result);
-      });
+      await change({ op: "done", id, ts, result });
       // Its line is written: a refill that fails (it is tried again by the next done or
-      // compaction) does not make this one fail.
-      await refill().catch(() => {});
+      // compaction) does not make this one fail; it is logged.
+      await refill().catch((error) =>
+        log("error", { event: "outbox_refill_failed", error: describeError(error) })
+      );
       maybeCompact();
     },
     async read(id) {
       while (gate !== undefined) await gate;
-      const entry = entries.get(id);
+      const entry = window.entries.get(id);
       if (entry === undefined) throw new Error(`outbox has no entry ${id}`);
-      const submission = parseSubmissionLine(await readLine(entry));
-      if (submission === undefined || submission.id !== id) {
-        throw new Error(`outbox entry ${id} is unreadable`);
-      }
-      return submission;
+      return await readEntry(entry);
     },
     async compact() {
       while (gate !== undefined || refilling !== undefined) await (gate ?? refilling);
@@ -461,54 +414,21 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
       let renamed = false;
       try {
         await appender.close(); // every queued line is in the old file
-        const temporary = `${path}.tmp`;
-        const out = await Deno.open(temporary, {
-          write: true,
-          create: true,
-          truncate: true,
-          mode: 0o600,
-        });
-        const moved: Array<[OutboxEntry, number, number]> = [];
-        const unreadable: OutboxEntry[] = [];
-        let size = 0;
-        let tailSize = 0;
-        try {
-          const lines: string[] = [];
-          for (const entry of entries.values()) {
-            const submission = parseSubmissionLine(await readLine(entry));
-            if (submission === undefined || submission.id !== entry.id) {
-              unreadable.push(entry); // nothing left to deliver: let it go
-              continue;
-            }
-            const line = compactedLine(submission, entry);
-            const length = encoder.encode(line).byteLength;
-            moved.push([entry, size, length]);
-            size += length;
-            lines.push(line);
-            if (lines.length >= 256) await writeAll(out, encoder.encode(lines.splice(0).join("")));
-          }
-          await writeAll(out, encoder.encode(lines.join("")));
-          if (scanFrom !== Infinity) tailSize = await copyTail(scanFrom, out);
-          await out.syncData();
-        } finally {
-          out.close();
-        }
-        // Both files are whole: a crash before the rename keeps the old one, after it the new.
-        await Deno.rename(temporary, path);
+        const from = window.scanFrom;
+        const compaction = await compactOutbox(fs, path, {
+          entries: [...window.entries.values()],
+          readEntry: (entry) =>
+            readEntry(entry).catch((error) => {
+              if (error instanceof OutboxEntryDamaged) return undefined;
+              throw error;
+            }),
+          ...(from === undefined ? {} : { copyTail: (out) => copyTail(from, out) }),
+        }, log);
         renamed = true;
-        generation++;
-        await syncDirectory(path);
-        reader.close();
-        reader = await Deno.open(path, { read: true });
-        for (const entry of unreadable) forget(entry);
-        windowBytes = 0;
-        for (const [entry, offset, length] of moved) {
-          entry.offset = offset;
-          entry.length = length;
-          windowBytes += length;
-        }
-        if (scanFrom !== Infinity) scanFrom = size;
-        fileBytes = size + tailSize;
+        const old = reader;
+        reader = compaction.reader;
+        old.close();
+        window.compacted(compaction);
       } finally {
         // Appends go on in the file at the path: the new one if the rename happened, else the
         // old one if the path still names it. Never a file the path names now but that lacks
@@ -517,20 +437,21 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
         if (!renamed && fileId !== before) {
           tracked.close();
           fileId = null;
-          const error = new Error("the outbox was removed or replaced and could not be rewritten");
-          tracked = { writeLines: () => Promise.resolve({ offsets: [], error }), close: () => {} };
+          tracked = _failing(
+            new Error("the outbox was removed or replaced and could not be rewritten"),
+          );
           appender = createGroupAppender(tracked);
         }
         gate = undefined;
         release();
-        refill().catch(() => {}); // one skipped while this ran
+        refillInBackground(); // one skipped while this ran
       }
     },
     async close() {
       closed = true;
       await Promise.allSettled(writes);
       while (gate !== undefined || refilling !== undefined) {
-        await (gate ?? refilling)?.catch(() => {});
+        await Promise.allSettled([gate ?? refilling]);
       }
       await appender.close();
       reader.close();
@@ -538,32 +459,18 @@ export async function openOutbox(path: string, options: OutboxOptions = {}): Pro
   };
 
   const scan = await scanTail(0, true);
-  if (scan.stopAt !== undefined) {
-    scanFrom = scan.stopAt;
-    tailPending = Math.max(0, scan.left);
-  }
-  if (worthCompacting()) await outbox.compact();
-  return outbox;
-}
-
-/** Makes a rename in `path`'s directory durable (best effort: not every system allows it). */
-async function syncDirectory(path: string): Promise<void> {
-  const slash = path.lastIndexOf("/");
-  try {
-    const directory = await Deno.open(slash < 0 ? "." : path.slice(0, slash) || "/", {
-      read: true,
-    });
+  window.started(scan);
+  // Damaged lines before the tail are kept aside now; those in the tail by the compaction's copy.
+  const scanFrom = window.scanFrom ?? Infinity;
+  const before = scan.damaged.filter((line) => line.offset < scanFrom);
+  const kept = await keepDamaged(await withReader((file) => rangesOf(file, before)));
+  // With damage kept aside the file is rewritten without it; a failure is logged, not fatal.
+  if ((kept && scan.damaged.length > 0) || window.worthCompacting()) {
     try {
-      await directory.syncData();
-    } finally {
-      directory.close();
+      await outbox.compact();
+    } catch (error) {
+      log("error", { event: "outbox_compaction_failed", error: describeError(error) });
     }
-  } catch {
-    // The file itself is synced; only a power loss right after could bring the old one back.
   }
-}
-
-async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
-  let written = 0;
-  while (written < bytes.byteLength) written += await file.write(bytes.subarray(written));
+  return outbox;
 }

@@ -17,6 +17,8 @@
  * @module
  */
 import { isRecord } from "../common/json.ts";
+import { damagedPath } from "../common/state_files.ts";
+import { denoFs, type StorageFile, type StorageFs } from "./file_system.ts";
 
 /** A validated submission as the outbox keeps it. */
 export interface OutboxSubmission {
@@ -58,28 +60,109 @@ export interface OutboxIndex {
   readonly entries: Map<string, OutboxEntry>;
   /** Bytes of the whole lines read. */
   readonly bytes: number;
-  /** Lines that were not whole JSON (a torn line, a crash mid-write): skipped. */
+  /**
+   * Damaged lines: not whole JSON (a torn line, a crash mid-write), not a known operation, or
+   * about no submission: skipped.
+   */
   readonly skipped: number;
+  /** Damaged lines the service kept aside, in {@linkcode damagedPath} (0 when there are none). */
+  readonly keptAside?: number;
 }
+
+/** How a submission ended: it reached the chat, or it was given up. */
+export type DoneResult = "delivered" | "given_up";
+
+/**
+ * An `add` line: the submission, and after a compaction its state (in this key order, before the
+ * sender's fields).
+ */
+export interface AddOp extends OutboxSubmission {
+  readonly op: "add";
+  readonly status?: number | null;
+  readonly attempts?: number;
+  readonly first_error?: string | null;
+  readonly last_error?: string | null;
+  readonly last_ts?: string | null;
+  readonly done?: DoneResult;
+}
+
+/** A `recorded` line: the backup record is written; what the sender was answered. */
+export interface RecordedOp {
+  readonly op: "recorded";
+  readonly id: string;
+  readonly status: number | null;
+}
+
+/** A `failed` line: a delivery attempt failed. */
+export interface FailedOp {
+  readonly op: "failed";
+  readonly id: string;
+  readonly ts: string;
+  readonly error: string;
+}
+
+/** A `done` line: it reached the chat or was given up. */
+export interface DoneOp {
+  readonly op: "done";
+  readonly id: string;
+  readonly ts: string;
+  readonly result: DoneResult;
+}
+
+/** A change to a submission already added: every line but `add`. */
+export type OutboxChange = RecordedOp | FailedOp | DoneOp;
+
+/** One line of the outbox file, as an operation. */
+export type OutboxOp = AddOp | OutboxChange;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The outbox's path for a backup file path. */
-export function outboxPath(messagesFile: string): string {
-  return `${messagesFile}.outbox`;
+/**
+ * Serialises an operation as its line, keys in a fixed order (an `add` line's state before the
+ * sender's fields). The one encoder of the file format.
+ */
+export function encodeOp(op: OutboxOp): string {
+  switch (op.op) {
+    case "add": {
+      const { id, ts, name, contact, message, ip } = op;
+      return JSON.stringify({
+        op: "add",
+        id,
+        ts,
+        ...(op.status === undefined ? {} : { status: op.status }),
+        ...(op.attempts === undefined ? {} : {
+          attempts: op.attempts,
+          first_error: op.first_error ?? null,
+          last_error: op.last_error ?? null,
+          last_ts: op.last_ts ?? null,
+        }),
+        ...(op.done === undefined ? {} : { done: op.done }),
+        name,
+        contact,
+        message,
+        ip,
+      }) + "\n";
+    }
+    case "recorded":
+      return JSON.stringify({ op: op.op, id: op.id, status: op.status }) + "\n";
+    case "failed":
+      return JSON.stringify({ op: op.op, id: op.id, ts: op.ts, error: op.error }) + "\n";
+    case "done":
+      return JSON.stringify({ op: op.op, id: op.id, ts: op.ts, result: op.result }) + "\n";
+  }
 }
 
 /** Serialises a new submission as its `add` line. */
 export function addLine(submission: OutboxSubmission): string {
   const { id, ts, name, contact, message, ip } = submission;
-  return JSON.stringify({ op: "add", id, ts, name, contact, message, ip }) + "\n";
+  return encodeOp({ op: "add", id, ts, name, contact, message, ip });
 }
 
 /** An `add` line with the entry's state folded in, before the sender's fields (compaction). */
 export function compactedLine(submission: OutboxSubmission, entry: OutboxEntry): string {
   const { id, ts, name, contact, message, ip } = submission;
-  return JSON.stringify({
+  return encodeOp({
     op: "add",
     id,
     ts,
@@ -95,7 +178,7 @@ export function compactedLine(submission: OutboxSubmission, entry: OutboxEntry):
     contact,
     message,
     ip,
-  }) + "\n";
+  });
 }
 
 /** Reads an `add` line back; `undefined` when it is not one. */
@@ -123,8 +206,8 @@ const HEAD_END = encoder.encode(',"name":');
  */
 export function parseHead(bytes: Uint8Array): Record<string, unknown> | undefined {
   let text: string;
-  if (startsWith(bytes, ADD_START)) {
-    const end = indexOf(bytes, HEAD_END);
+  if (_startsWith(bytes, ADD_START)) {
+    const end = _indexOf(bytes, HEAD_END);
     // The cut is safe: inside a JSON string a quote is escaped, so `,"name":` is a key.
     text = end < 0 ? decoder.decode(bytes) : decoder.decode(bytes.subarray(0, end)) + "}";
   } else {
@@ -180,25 +263,51 @@ export function entryOf(
 }
 
 /**
- * Folds a line other than `add` into `entry`. Returns false for an unknown op. The entry is
- * finished (nothing left to do for it) once it is done and recorded: see {@linkcode finished}.
+ * A line's head as the change it is; `undefined` for an `add` line, an unknown operation or
+ * fields of the wrong type (a damaged line).
  */
-export function applyOp(entry: OutboxEntry, head: Record<string, unknown>): boolean {
+export function parseChange(head: Record<string, unknown>): OutboxChange | undefined {
+  const id = head.id;
+  if (typeof id !== "string") return undefined;
   switch (head.op) {
     case "recorded":
-      entry.status = typeof head.status === "number" ? head.status : null;
-      return true;
+      return typeof head.status === "number" || head.status === null
+        ? { op: "recorded", id, status: head.status }
+        : undefined;
+    case "failed":
+      return typeof head.ts === "string" && typeof head.error === "string"
+        ? { op: "failed", id, ts: head.ts, error: head.error }
+        : undefined;
+    case "done":
+      return typeof head.ts === "string" &&
+          (head.result === "delivered" || head.result === "given_up")
+        ? { op: "done", id, ts: head.ts, result: head.result }
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Folds a change into `entry`: the one place a line's meaning is applied (the file's reader, the
+ * service's window and the tests' store all use it). A second `done` changes nothing. The entry
+ * is finished (nothing left to do for it) once it is done and recorded: see
+ * {@linkcode finished}.
+ */
+export function applyOp(entry: OutboxEntry, change: OutboxChange): void {
+  switch (change.op) {
+    case "recorded":
+      entry.status = change.status;
+      return;
     case "failed":
       entry.attempts++;
-      entry.lastError = typeof head.error === "string" ? head.error : "unknown";
-      entry.firstError ??= entry.lastError;
-      entry.lastTs = typeof head.ts === "string" ? head.ts : null;
-      return true;
+      entry.firstError ??= change.error;
+      entry.lastError = change.error;
+      entry.lastTs = change.ts;
+      return;
     case "done":
-      entry.done = head.result === "given_up" ? "given_up" : "delivered";
-      return true;
-    default:
-      return false;
+      if (entry.done === false) entry.done = change.result;
+      return;
   }
 }
 
@@ -214,7 +323,7 @@ export function finished(entry: OutboxEntry): boolean {
  * crash mid-write) is not passed on.
  */
 export async function scanLines(
-  file: Deno.FsFile,
+  file: Pick<StorageFile, "read" | "seek">,
   from: number,
   onLine: (bytes: Uint8Array, offset: number, length: number) => void | Promise<void>,
 ): Promise<number> {
@@ -225,7 +334,7 @@ export async function scanLines(
   while (true) {
     const n = await file.read(chunk);
     if (n === null) break;
-    const bytes = concat(pending, chunk.subarray(0, n));
+    const bytes = _concat(pending, chunk.subarray(0, n));
     let start = 0;
     for (let end = bytes.indexOf(0x0a); end >= 0; end = bytes.indexOf(0x0a, start)) {
       const length = end + 1 - start;
@@ -241,33 +350,54 @@ export async function scanLines(
 
 /**
  * Reads a whole outbox file into its index, streaming; a missing file is an empty outbox. For
- * `contactd pending` and tests: the service keeps only a window (lib/storage/outbox.ts).
+ * `contactd pending` and tests: the service keeps only a window (lib/storage/outbox.ts). Read
+ * only; it also counts the lines kept aside in {@linkcode damagedPath}.
  */
-export async function loadOutbox(path: string): Promise<OutboxIndex> {
+export async function loadOutbox(path: string, fs: StorageFs = denoFs): Promise<OutboxIndex> {
   const entries = new Map<string, OutboxEntry>();
-  let file: Deno.FsFile;
+  const keptAside = await _countLines(fs, damagedPath(path));
+  let file: StorageFile;
   try {
-    file = await Deno.open(path, { read: true });
+    file = await fs.open(path, { read: true });
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return { entries, bytes: 0, skipped: 0 };
+    if (error instanceof Deno.errors.NotFound) return { entries, bytes: 0, skipped: 0, keptAside };
     throw error;
   }
   let skipped = 0;
   try {
     const bytes = await scanLines(file, 0, (line, offset, length) => {
       const head = parseHead(line);
-      const entry = head === undefined ? undefined : entries.get(head.id as string);
       if (head !== undefined && head.op === "add") {
         const added = entryOf(head, offset, length);
         if (added === undefined) skipped++;
         else entries.set(added.id, added);
-      } else if (head === undefined || entry === undefined || !applyOp(entry, head)) {
-        skipped++;
-      } else if (finished(entry)) {
-        entries.delete(entry.id);
+        return;
       }
+      const change = head === undefined ? undefined : parseChange(head);
+      const entry = change === undefined ? undefined : entries.get(change.id);
+      if (change === undefined || entry === undefined) return void skipped++;
+      applyOp(entry, change);
+      if (finished(entry)) entries.delete(entry.id);
     });
-    return { entries, bytes, skipped };
+    return { entries, bytes, skipped, keptAside };
+  } finally {
+    file.close();
+  }
+}
+
+/** The number of lines of the file at `path`; 0 when there is none. */
+async function _countLines(fs: StorageFs, path: string): Promise<number> {
+  let file: StorageFile;
+  try {
+    file = await fs.open(path, { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return 0;
+    throw error;
+  }
+  try {
+    let lines = 0;
+    await scanLines(file, 0, () => void lines++);
+    return lines;
   } finally {
     file.close();
   }
@@ -281,33 +411,61 @@ export async function loadOutbox(path: string): Promise<OutboxIndex> {
 export async function* readSubmissions(
   path: string,
   entries: Iterable<OutboxEntry>,
+  fs: StorageFs = denoFs,
 ): AsyncGenerator<OutboxSubmission | undefined> {
-  const file = await Deno.open(path, { read: true });
+  const file = await fs.open(path, { read: true });
   try {
     for (const entry of entries) {
-      const line = await readAt(file, entry.offset, entry.length).catch(() => "");
-      const submission = parseSubmissionLine(line);
-      yield submission?.id === entry.id ? submission : undefined;
+      // Past the end or another line: the file was compacted since; `undefined` says so.
+      const line = await readAt(file, entry.offset, entry.length);
+      yield line === undefined ? undefined : readSubmission(line, entry.id);
     }
   } finally {
     file.close();
   }
 }
 
-/** The `length` bytes at `offset` of `file`, as text. */
-export async function readAt(file: Deno.FsFile, offset: number, length: number): Promise<string> {
+/**
+ * The `add` line of `id` anywhere in `file` (scanned from the start): its offset, length and
+ * bytes (without the newline); `undefined` when the file has none.
+ */
+export async function findAddLine(
+  file: Pick<StorageFile, "read" | "seek">,
+  id: string,
+): Promise<{ offset: number; length: number; bytes: Uint8Array } | undefined> {
+  let found: { offset: number; length: number; bytes: Uint8Array } | undefined;
+  await scanLines(file, 0, (line, offset, length) => {
+    const head = parseHead(line);
+    if (head?.op === "add" && head.id === id) found = { offset, length, bytes: line.slice() };
+  });
+  return found;
+}
+
+/** The submission `id` from its `add` line; `undefined` when the line is not that. */
+export function readSubmission(line: string, id: string): OutboxSubmission | undefined {
+  const submission = parseSubmissionLine(line);
+  return submission?.id === id ? submission : undefined;
+}
+
+/** The `length` bytes at `offset` of `file`, as text; `undefined` when the file ends before. */
+export async function readAt(
+  file: Pick<StorageFile, "read" | "seek">,
+  offset: number,
+  length: number,
+): Promise<string | undefined> {
   await file.seek(offset, Deno.SeekMode.Start);
   const bytes = new Uint8Array(length);
   let got = 0;
   while (got < bytes.byteLength) {
     const n = await file.read(bytes.subarray(got));
-    if (n === null) throw new Error("outbox entry past the end of the file");
+    if (n === null) return undefined;
     got += n;
   }
   return decoder.decode(bytes);
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+/** `a` then `b`, as one array. */
+function _concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   if (a.byteLength === 0) return b;
   const joined = new Uint8Array(a.byteLength + b.byteLength);
   joined.set(a);
@@ -315,13 +473,13 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   return joined;
 }
 
-function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
+function _startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
   if (bytes.byteLength < prefix.byteLength) return false;
   for (let i = 0; i < prefix.byteLength; i++) if (bytes[i] !== prefix[i]) return false;
   return true;
 }
 
-function indexOf(bytes: Uint8Array, needle: Uint8Array): number {
+function _indexOf(bytes: Uint8Array, needle: Uint8Array): number {
   const first = needle[0]!;
   for (let at = bytes.indexOf(first); at >= 0; at = bytes.indexOf(first, at + 1)) {
     let i = 1;

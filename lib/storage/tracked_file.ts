@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { denoFs, fileIdentity, openNoFollow, type StorageFs } from "./file_system.ts";
 
 /** The minimal file surface a {@linkcode TrackedFile} needs (so tests can inject faults). */
 export interface WritableFile {
@@ -148,14 +149,19 @@ function encodeLines(
 }
 
 /**
- * The real {@linkcode FileSource} of `path`; needs read and write permission on it only.
- * `onLoose` is told when a file it opens is readable or writable by group or others.
+ * The {@linkcode FileSource} of `path` on `fs` (the real file system by default); needs read and
+ * write permission on it only. `onLoose` is told when a file it opens is readable or writable by
+ * group or others. It never writes through a symbolic link: a link at `path` fails the open.
  */
-export function pathSource(path: string, onLoose: (mode: number) => void): FileSource {
+export function pathSource(
+  path: string,
+  onLoose: (mode: number) => void,
+  fs: StorageFs = denoFs,
+): FileSource {
   return {
     async identify() {
       try {
-        return identity(await Deno.stat(path));
+        return fileIdentity(await fs.lstat(path));
       } catch (error) {
         if (error instanceof Deno.errors.NotFound) return null;
         throw error;
@@ -163,7 +169,12 @@ export function pathSource(path: string, onLoose: (mode: number) => void): FileS
     },
     async open() {
       // Read too: to see whether an earlier run left a torn last line.
-      const file = await Deno.open(path, { read: true, append: true, create: true, mode: 0o600 });
+      const file = await openNoFollow(fs, path, {
+        read: true,
+        append: true,
+        create: true,
+        mode: 0o600,
+      });
       try {
         const info = await file.stat();
         if (info.mode !== null && (info.mode & 0o077) !== 0) onLoose(info.mode & 0o777);
@@ -173,16 +184,11 @@ export function pathSource(path: string, onLoose: (mode: number) => void): FileS
           await file.seek(info.size - 1, Deno.SeekMode.Start);
           endsMidLine = (await file.read(last)) === 1 && last[0] !== 0x0a;
         }
-        return { file, id: identity(info), endsMidLine, size: info.size };
+        return { file, id: fileIdentity(info), endsMidLine, size: info.size };
       } catch (error) {
         file.close();
         throw error;
       }
     },
   };
-}
-
-function identity(info: Deno.FileInfo): string {
-  // Without inode numbers (Windows) a rotation cannot be noticed; the path is assumed current.
-  return info.ino === null ? "" : `${info.dev}:${info.ino}`;
 }

@@ -10,17 +10,18 @@ import {
 
 const TOKEN = "123456:ABC-def_ghi";
 
-interface Request {
+/** A call the fake API received (not the global `Request`). */
+interface ApiCall {
   readonly url: string;
   readonly init: RequestInit | undefined;
   readonly body: Record<string, unknown>;
 }
 
-type Step = (request: Request) => Response | Promise<Response>;
+type Step = (request: ApiCall) => Response | Promise<Response>;
 
 /** A fetch that answers with `steps` in turn (200 ok after they run out) and records requests. */
-function scriptedFetch(...steps: Step[]): { fetch: typeof fetch; requests: Request[] } {
-  const requests: Request[] = [];
+function scriptedFetch(...steps: Step[]): { fetch: typeof fetch; requests: ApiCall[] } {
+  const requests: ApiCall[] = [];
   const fake: typeof fetch = (input, init) => {
     const body = JSON.parse(String(init?.body ?? "{}"));
     const request = { url: String(input), init, body };
@@ -127,7 +128,7 @@ Deno.test("sendNotification does not retry other errors", async () => {
   assert.equal(requests.length, 1);
 });
 
-Deno.test("failureKind tells flood control, settings problems and everything else apart", () => {
+Deno.test("failureKind tells flood control, settings problems, a refused message and everything else apart", () => {
   const failed = (errorCode: number | undefined, error: string, parameters?: object) =>
     failureKind({
       ok: false,
@@ -147,7 +148,15 @@ Deno.test("failureKind tells flood control, settings problems and everything els
     }),
     "settings",
   );
-  assert.equal(failed(400, "400 Bad Request: message text is empty"), "other");
+  assert.equal(failed(400, "400 Bad Request: message text is empty"), "message");
+  assert.equal(failed(400, "400 Bad Request: message is too long"), "message");
+  assert.equal(failed(400, "400 Bad Request: can't parse entities: unsupported tag"), "message");
+  assert.equal(failed(400, "400 bad request (non-JSON reply)"), "other"); // a proxy's page
+  assert.equal(
+    failed(400, "400 Bad Request: need administrator rights in the channel chat"),
+    "settings",
+  );
+  assert.equal(failed(400, "400 Bad Request: message thread not found"), "settings");
   assert.equal(failed(500, "500 Internal Server Error"), "other");
   assert.equal(failed(502, "502 bad gateway (non-JSON reply)"), "other");
   assert.equal(failed(undefined, "timeout"), "other");

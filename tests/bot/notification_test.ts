@@ -3,6 +3,7 @@ import {
   MAX_MESSAGE_LENGTH,
   type NotificationInput,
   notificationParts,
+  refusedNotice,
   splitText,
 } from "../../lib/bot/notification.ts";
 
@@ -207,4 +208,25 @@ Deno.test("a late notification says it comes late, why, and what the sender was 
     late: { firstError: "500 x\nFrom: someone else", answered: 502 },
   })[0]!;
   assert.equal(hostile.split("\n\n")[0]!.split("\n").length, 6);
+});
+
+Deno.test("refusedNotice names the id, the refusal, the IP and the time, and nothing the sender wrote", () => {
+  const notice = refusedNotice({
+    name: "Ann <b>",
+    contact: "ann@example.org",
+    message: "x".repeat(5000),
+    ip: "203.0.113.9",
+    ts: "2026-11-22T14:03:09Z",
+    id: "k3x9q2ab",
+    late: { firstError: "400 Bad Request: message is too long", answered: 502 },
+  }, "400 Bad Request: message is too long");
+  assert.equal(
+    notice,
+    "New contact message #k3x9q2ab\n" +
+      "Delivered late: first attempt failed: 400 Bad Request: message is too long; the sender was " +
+      "told it was saved but not yet delivered (502), and may have sent it again.\n" +
+      "Not shown: Telegram refused its text (400 Bad Request: message is too long); it is in the " +
+      "backup file (MESSAGES_FILE), under this time and IP.\n" +
+      "IP: 203.0.113.9\nTime: 2026-11-22T14:03:09Z",
+  );
 });

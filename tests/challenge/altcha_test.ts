@@ -197,29 +197,67 @@ Deno.test("ALTCHA: when the set of used solutions is full of unexpired ones, a n
   assert.equal(warnings, 2);
 });
 
+/** The same moment by both clocks (the tests of the bound need no clock steps). */
+const at = (ms: number) => ({ wall: ms, monotonic: ms });
+
 Deno.test("replay set: never holds more than its capacity; expired keys make room", () => {
   const set = new ReplaySet(3);
-  assert.ok(set.add("a", 1_000, 0));
-  assert.ok(set.add("b", 5_000, 0));
-  assert.ok(set.add("c", 2_000, 0));
-  assert.equal(set.add("d", 9_000, 500), false);
+  assert.ok(set.add("a", at(1_000), at(0)));
+  assert.ok(set.add("b", at(5_000), at(0)));
+  assert.ok(set.add("c", at(2_000), at(0)));
+  assert.equal(set.add("d", at(9_000), at(500)), false);
   assert.equal(set.size, 3);
-  assert.ok(set.has("a", 500));
+  assert.ok(set.has("a", at(500)));
   // At 1000 "a" expired (the oldest end); at 2000 "c" expired behind an unexpired "b".
-  assert.ok(set.add("d", 9_000, 1_000));
-  assert.equal(set.has("a", 1_000), false);
-  assert.ok(set.add("e", 9_000, 2_000));
+  assert.ok(set.add("d", at(9_000), at(1_000)));
+  assert.equal(set.has("a", at(1_000)), false);
+  assert.ok(set.add("e", at(9_000), at(2_000)));
   assert.equal(set.size, 3);
-  assert.deepEqual(["b", "c", "d", "e"].filter((key) => set.has(key, 2_000)), ["b", "d", "e"]);
+  assert.deepEqual(["b", "c", "d", "e"].filter((key) => set.has(key, at(2_000))), [
+    "b",
+    "d",
+    "e",
+  ]);
+});
+
+Deno.test("replay set: a key is held until it has expired by both clocks", () => {
+  const set = new ReplaySet(10);
+  assert.ok(set.add("k", { wall: 10_000, monotonic: 600 }, { wall: 9_500, monotonic: 100 }));
+  // Expired by the wall clock only (stepped forward), or by the monotonic clock only: held.
+  assert.ok(set.has("k", { wall: 99_000, monotonic: 200 }));
+  assert.ok(set.has("k", { wall: 9_600, monotonic: 5_000 }));
+  assert.ok(set.add("other", at(1e9), { wall: 99_000, monotonic: 200 }));
+  assert.ok(set.has("k", { wall: 9_600, monotonic: 300 }));
+  assert.equal(set.has("k", { wall: 10_000, monotonic: 600 }), false);
 });
 
 Deno.test("replay set: a flood of distinct keys stays at the bound", () => {
   const set = new ReplaySet(1000);
   let accepted = 0;
-  for (let i = 0; i < 50_000; i++) if (set.add(`k${i}`, 600_000, i)) accepted++;
+  for (let i = 0; i < 50_000; i++) if (set.add(`k${i}`, at(600_000), at(i))) accepted++;
   assert.equal(set.size, 1000);
   assert.equal(accepted, 1000);
   assert.throws(() => new ReplaySet(0), RangeError);
+});
+
+Deno.test("ALTCHA: a used solution stays used after the wall clock steps forward past its expiry and back", async () => {
+  const realNow = Date.now();
+  const clock = { now: () => 1_000, wallNow: () => realNow };
+  const altcha = new Altcha({ secret: SECRET, maxNumber: MAX, clock });
+  const payload = await solve((await altcha.issue(realNow)) as IssuedChallenge);
+  assert.equal(await altcha.check(payload, "198.51.100.1", realNow), "passed");
+  assert.equal(altcha.consume(payload, realNow), "passed");
+  // The system clock jumps an hour ahead: another solution is used up, which sweeps the set.
+  const ahead = realNow + 3_600_000;
+  clock.wallNow = () => ahead;
+  const other = await solve((await altcha.issue(ahead)) as IssuedChallenge);
+  assert.equal(altcha.consume(other, ahead), "passed");
+  // The clock is set right again two seconds later (monotonic): the first solution is still
+  // within its 10 minutes by both clocks, and altcha-lib would accept it; it stays used.
+  clock.wallNow = () => realNow + 2_000;
+  clock.now = () => 3_000;
+  assert.equal(await altcha.check(payload, "198.51.100.1", realNow + 2_000), "challenge_failed");
+  assert.equal(altcha.consume(payload, realNow + 2_000), "challenge_failed");
 });
 
 // The POST's rules with a challenge on.

@@ -8,6 +8,7 @@ import {
   type CliIo,
   COMMANDS,
   helpText,
+  LAUNCHED_BY_TASK_FLAG,
   parseCommandLine,
   runCli,
   type ServeOptions,
@@ -22,6 +23,7 @@ async function run(
   args: string[],
   env: Settings = {},
   files: Record<string, string> = {},
+  mode: number | null = 0o100600,
 ) {
   const out: string[] = [];
   const err: string[] = [];
@@ -34,6 +36,7 @@ async function run(
       Object.hasOwn(files, path)
         ? Promise.resolve(files[path]!)
         : Promise.reject(new Deno.errors.NotCapable(`Requires read access to "${path}"`)),
+    fileMode: () => Promise.resolve(mode),
     fetch: () => Promise.reject(new Error("no network in this test")),
     now: () => new Date(0),
     readOutbox: loadOutbox,
@@ -69,14 +72,124 @@ Deno.test("--env-file settings are used, the process environment winning", async
   }
 });
 
-Deno.test("an env file that may not be read stops the command with one line, exit 1", async () => {
+Deno.test("an env file a binary may not read stops the command with one line naming the setting that decides it, exit 1", async () => {
   const { code, err, served } = await run(["check", "--env-file", "/root/other"]);
   assert.equal(code, 1);
   assert.deepEqual(served, []);
   assert.deepEqual(err, [
-    "contactd: cannot read env file /root/other: not permitted " +
-    "(a compiled contactd reads only the env file named at build time)",
+    "contactd check: cannot read env file /root/other: not permitted: this binary may read only " +
+    "the env file it was built for (CONTACTD_ENV_FILE at deno task compile, default " +
+    "/etc/contactd/env; docs/deployment.md)",
   ]);
+});
+
+Deno.test("an env file that starts with a UTF-8 byte-order mark sets its first setting", async () => {
+  const file = "\uFEFFMESSENGER_BOT_TOKEN=1:abc\nMESSENGER_CHAT_ID=7\n";
+  const { served, err } = await run(["--env-file", "/e"], {}, { "/e": file });
+  assert.deepEqual(served, [{ MESSENGER_BOT_TOKEN: "1:abc", MESSENGER_CHAT_ID: "7" }]);
+  assert.deepEqual(err, []);
+});
+
+const SKIPPING = "# fine\nMESSENGER_CHATID=-100123\nAA:BB-secret-no-equals\n" +
+  "messenger_bot_token=1:zz\nPATH=/usr/bin\nexport PORT=9000\nCHALLENGE_KEY=k\n";
+
+Deno.test("a command warns once per skipped env-file line, in plain lines with the line number and closest setting, never the value", async () => {
+  const { code, err, served } = await run(
+    ["send-test", "--env-file", "/e"],
+    {},
+    { "/e": SKIPPING },
+  );
+  assert.equal(code, 1); // no token: the command itself fails after the warnings
+  assert.deepEqual(served, []);
+  assert.deepEqual(err.slice(0, 4), [
+    "contactd send-test: /e line 2: MESSENGER_CHATID is not a contactd setting " +
+    "(did you mean MESSENGER_CHAT_ID?); skipped",
+    'contactd send-test: /e line 3: no "=" (settings are NAME=value lines); skipped',
+    "contactd send-test: /e line 4: messenger_bot_token is not a contactd setting " +
+    "(did you mean MESSENGER_BOT_TOKEN?); skipped",
+    "contactd send-test: /e line 7: CHALLENGE_KEY is not a contactd setting " +
+    "(did you mean CHALLENGE?); skipped",
+  ]);
+  assert.ok(!err.join("\n").includes("secret"));
+  assert.ok(!err.join("\n").includes("-100123"));
+  assert.ok(!err.join("\n").includes("PATH"), "a name that is not contactd's is not warned about");
+});
+
+Deno.test("serve warns about skipped env-file lines as JSON log lines (env_file_line_skipped)", async () => {
+  const { err, served } = await run(["serve", "--env-file", "/e"], {}, { "/e": SKIPPING });
+  assert.deepEqual(served, [{ PORT: "9000" }]);
+  const lines = err.map((line) => JSON.parse(line));
+  assert.deepEqual(
+    lines.map(({ event, level, line, problem, name, closest }) => ({
+      event,
+      level,
+      line,
+      problem,
+      name,
+      closest,
+    })),
+    [
+      {
+        event: "env_file_line_skipped",
+        level: "warn",
+        line: 2,
+        problem: "unknown_name",
+        name: "MESSENGER_CHATID",
+        closest: "MESSENGER_CHAT_ID",
+      },
+      {
+        event: "env_file_line_skipped",
+        level: "warn",
+        line: 3,
+        problem: "no_equals",
+        name: undefined,
+        closest: undefined,
+      },
+      {
+        event: "env_file_line_skipped",
+        level: "warn",
+        line: 4,
+        problem: "unknown_name",
+        name: "messenger_bot_token",
+        closest: "MESSENGER_BOT_TOKEN",
+      },
+      {
+        event: "env_file_line_skipped",
+        level: "warn",
+        line: 7,
+        problem: "unknown_name",
+        name: "CHALLENGE_KEY",
+        closest: "CHALLENGE",
+      },
+    ],
+  );
+  assert.ok(!err.join("\n").includes("secret"));
+});
+
+Deno.test("an env file others may read is warned about (chmod 600), as the backup file is", async () => {
+  const loose = await run(["check", "--env-file", "/e"], {}, { "/e": "PORT=1\n" }, 0o100644);
+  assert.ok(
+    loose.err.includes(
+      "contactd check: /e is readable by others (mode 644): chmod 600 /e, it holds the bot token",
+    ),
+    loose.err.join("\n"),
+  );
+  const served = await run(["serve", "--env-file", "/e"], {}, { "/e": "PORT=1\n" }, 0o100640);
+  assert.deepEqual(served.err.map((line) => JSON.parse(line).event), ["file_mode"]);
+  assert.equal(JSON.parse(served.err[0]!).mode, "640");
+  const tight = await run(["serve", "--env-file", "/e"], {}, { "/e": "PORT=1\n" }, 0o100600);
+  assert.deepEqual(tight.err, []);
+});
+
+Deno.test("run by deno task contactd, help and usage errors name deno task and .env, not --env-file", async () => {
+  const { out } = await run(["--help", LAUNCHED_BY_TASK_FLAG]);
+  const text = out.join("\n");
+  assert.match(text, /^Usage: deno task contactd \[command\]/m);
+  assert.match(text, /\.env in the checkout/);
+  assert.doesNotMatch(text, /--env-file/);
+  const usage = await run(["bogus", LAUNCHED_BY_TASK_FLAG]);
+  assert.equal(usage.code, 2);
+  assert.match(usage.err[0]!, /\(see deno task contactd --help\)$/);
 });
 
 Deno.test("usage errors exit 2 with one line pointing at --help", async () => {
@@ -196,4 +309,26 @@ Deno.test("--stop-on-stdin-eof reaches serve; without it serve gets no such opti
     { stopOnStdinEof: true },
   ]);
   assert.deepEqual((await run(["serve"])).serveOptions, [{}]);
+});
+
+Deno.test("the repository carries an OSI licence (LICENSE, MIT), and CONTRIBUTING says why", async () => {
+  const licence = await Deno.readTextFile(`${ROOT}LICENSE`);
+  assert.match(licence, /^MIT License\n\nCopyright \(c\) \d{4} /);
+  assert.match(licence, /THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND/);
+  const contributing = await Deno.readTextFile(`${ROOT}CONTRIBUTING.md`);
+  assert.match(contributing, /^## Licence\n\ncontactd is under the \[MIT licence\]\(LICENSE\)/m);
+  assert.match(contributing, /Decided, for three reasons/);
+});
+
+Deno.test("the README says what is downloaded and when, and how to trust a TLS-intercepting proxy", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  assert.doesNotMatch(readme, /no dependencies beyond Deno/);
+  assert.match(readme, /^## What is downloaded, and when$/m);
+  assert.match(readme, /downloads one npm package into Deno's cache, `altcha-lib`/);
+  assert.match(readme, /even with `CHALLENGE=none`/);
+  assert.match(readme, /`export DENO_CERT=\/path\/to\/proxy-ca\.pem`/);
+  assert.match(readme, /`export NODE_EXTRA_CA_CERTS=\/path\/to\/proxy-ca\.pem`/);
+  // The package it names is the one deno.json pins.
+  const { imports } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+  assert.ok(Object.values(imports).some((spec) => String(spec).startsWith("npm:altcha-lib@")));
 });

@@ -28,7 +28,12 @@ async function contactd(
   prepare: (fake: FakeBotApi) => void = () => {},
   overrides: Partial<CliIo> = {},
 ): Promise<Outcome & { fake: FakeBotApi }> {
-  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID, botUsername: "contact_bot" });
+  const fake = startFakeBotApi({
+    token: TOKEN,
+    chatId: CHAT_ID,
+    botUsername: "contact_bot",
+    scriptGetMe: true,
+  });
   prepare(fake);
   const out: string[] = [];
   const err: string[] = [];
@@ -71,6 +76,50 @@ Deno.test("check reports the bot's username and the chat, and exits 0", async ()
   assert.ok(out.includes(`chat: ${CHAT_ID}, supergroup, contactd test group`));
   assert.equal(out.at(-1), "ok: ready to deliver");
   assert.deepEqual(err, []);
+});
+
+Deno.test("check shows the spam challenge and how many messages wait in the outbox", async () => {
+  const entry = (id: string, ts: string) => ({
+    id,
+    ts,
+    attempts: 2,
+    firstError: "timeout",
+    lastError: "timeout",
+    lastTs: ts,
+    status: 502,
+    done: false as const,
+    offset: 0,
+    length: 0,
+  });
+  const { code, out, err } = await contactd(
+    ["check"],
+    { CHALLENGE: "altcha", CHALLENGE_SECRET: "k".repeat(44) },
+    () => {},
+    {
+      readOutbox: () =>
+        Promise.resolve({
+          entries: new Map([
+            ["aaaa1111", entry("aaaa1111", "2026-11-20T10:00:00Z")],
+            ["bbbb2222", entry("bbbb2222", "2026-11-21T10:00:00Z")],
+          ]),
+          bytes: 0,
+          skipped: 0,
+        }),
+    },
+  );
+  assert.equal(code, 0, err.join("\n"));
+  assert.ok(out.includes("challenge: altcha"), out.join("\n"));
+  assert.ok(
+    out.includes(
+      "pending: 2 messages waiting, oldest 2026-11-20T10:00:00Z (contactd pending lists them)",
+    ),
+    out.join("\n"),
+  );
+  const empty = await contactd(["check"], {}, () => {}, {
+    readOutbox: () => Promise.resolve({ entries: new Map(), bytes: 0, skipped: 0 }),
+  });
+  assert.ok(empty.out.includes("challenge: none"));
+  assert.ok(empty.out.includes("pending: 0 messages waiting"));
 });
 
 Deno.test("check exits 1 with one line when the token is refused", async () => {
@@ -197,14 +246,27 @@ Deno.test("chat-id with no updates says to message the bot first, exit 1", async
   );
 });
 
-Deno.test("chat-id explains a 409 from getUpdates (a webhook is set)", async () => {
+Deno.test("chat-id explains a 409 from getUpdates: the webhook must go (deleteWebhook) for getUpdates to work", async () => {
   const { code, err } = await contactd(["chat-id"], {}, (fake) => {
     fake.script.push(
       apiError(409, "Conflict: can't use getUpdates method while webhook is active"),
     );
   });
   assert.equal(code, 1);
-  assert.match(err[0]!, /getUpdates failed: 409 Conflict.*a webhook is set/);
+  assert.equal(err.length, 1);
+  assert.match(err[0]!, /^contactd chat-id: getUpdates failed: 409 Conflict/);
+  assert.match(err[0]!, /getUpdates works only without one: remove it with .*deleteWebhook/);
+  assert.doesNotMatch(err[0]!, /getUpdates works without\)/);
+});
+
+Deno.test("chat-id with a refused token gives the same hint as check", async () => {
+  const { code, err } = await contactd(["chat-id"], {}, (fake) => {
+    fake.script.push(apiError(401, "Unauthorized"));
+  });
+  assert.equal(code, 1);
+  assert.deepEqual(err, [
+    "contactd chat-id: getUpdates failed: 401 Unauthorized (wrong or revoked token: ask @BotFather)",
+  ]);
 });
 
 Deno.test("send-test delivers one plain-text notification to the configured chat", async () => {

@@ -162,3 +162,43 @@ Deno.test("REAL_IP_HEADER is X-Forwarded-For by default, either header in any ca
     }, value);
   }
 });
+
+Deno.test("RATE_LIMIT is 5/60s by default (the spec's), POSTs/window with s, m or h, bounded", () => {
+  assert.deepEqual(parseConfig({}).rateLimit, { limit: 5, windowMs: 60_000 });
+  assert.deepEqual(parseConfig({ RATE_LIMIT: "30/10m" }).rateLimit, {
+    limit: 30,
+    windowMs: 600_000,
+  });
+  assert.deepEqual(parseConfig({ RATE_LIMIT: " 100 / 1h " }).rateLimit, {
+    limit: 100,
+    windowMs: 3_600_000,
+  });
+  assert.deepEqual(parseConfig({ RATE_LIMIT: "1/1s" }).rateLimit, { limit: 1, windowMs: 1000 });
+  assert.deepEqual(parseConfig({ RATE_LIMIT: "5/24h" }).rateLimit, {
+    limit: 5,
+    windowMs: 86_400_000,
+  });
+  for (
+    const value of ["0/60s", "101/60s", "5/0s", "5/25h", "5", "5/60", "5/60d", "-5/60s", "a/b"]
+  ) {
+    const error = configError({ RATE_LIMIT: value });
+    assert.equal(error.setting, "RATE_LIMIT", value);
+    assert.match(error.message, /^"RATE_LIMIT" must be POSTs\/window/, value);
+  }
+});
+
+Deno.test("SERVE_EXAMPLE=1 with a CHALLENGE is refused: the example page could never send", () => {
+  const secret = "k".repeat(44);
+  for (const kind of ["altcha", "turnstile"]) {
+    const error = configError({ SERVE_EXAMPLE: "1", CHALLENGE: kind, CHALLENGE_SECRET: secret });
+    assert.equal(error.setting, "SERVE_EXAMPLE");
+    assert.match(error.message, new RegExp(`could never send with CHALLENGE=${kind}`));
+    assert.match(error.message, /CHALLENGE=none/);
+  }
+  assert.equal(parseConfig({ SERVE_EXAMPLE: "1", CHALLENGE: "none" }).serveExample, true);
+  assert.equal(
+    parseConfig({ SERVE_EXAMPLE: "0", CHALLENGE: "altcha", CHALLENGE_SECRET: secret }).challenge
+      .kind,
+    "altcha",
+  );
+});

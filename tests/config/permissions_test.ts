@@ -1,19 +1,28 @@
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig, SETTING_NAMES } from "../../lib/config/config.ts";
-import { permissionGaps, permissionLine, serviceFlags } from "../../lib/config/permissions.ts";
+import {
+  fileOpenFailure,
+  listenFailure,
+  permissionGaps,
+  permissionLine,
+  serviceFlags,
+} from "../../lib/config/permissions.ts";
 import { callBotApi } from "../../lib/bot/api.ts";
 import { mergeSettings } from "../../lib/config/settings.ts";
+import { stateFiles } from "../../lib/common/state_files.ts";
 
-/** The files the service keeps: the backup file, the outbox and its compaction file. */
-const STATE = "messages.jsonl,messages.jsonl.outbox,messages.jsonl.outbox.tmp";
+/** The files the service keeps beside the backup file (lib/common/state_files.ts). */
+const STATE = stateFiles("messages.jsonl").join(",");
+/** Read also covers their directory (synced after a compaction's rename). */
+const READ = `${STATE},.`;
 
 Deno.test("serviceFlags grants the listen address, the API host:port, one file and the settings", () => {
   const flags = serviceFlags(parseConfig({}));
   assert.deepEqual(flags, [
     "--no-prompt",
     "--allow-net=127.0.0.1:8787,api.telegram.org:443",
-    "--allow-read=messages.jsonl,messages.jsonl.outbox,messages.jsonl.outbox.tmp",
-    "--allow-write=messages.jsonl,messages.jsonl.outbox,messages.jsonl.outbox.tmp",
+    `--allow-read=${READ}`,
+    `--allow-write=${STATE}`,
     `--allow-env=${SETTING_NAMES.join(",")}`,
   ]);
 });
@@ -22,7 +31,7 @@ Deno.test("serviceFlags lets the service read the example page only with SERVE_E
   const page = new URL("../../examples/contact.html", import.meta.url).pathname;
   assert.ok((await Deno.stat(page)).isFile);
   const serving = serviceFlags(parseConfig({ SERVE_EXAMPLE: "1" }));
-  assert.ok(serving.includes(`--allow-read=${STATE},${page}`));
+  assert.ok(serving.includes(`--allow-read=${READ},${page}`));
   assert.ok(serving.includes(`--allow-write=${STATE}`));
   assert.ok(!serviceFlags(parseConfig({})).some((flag) => flag.includes("contact.html")));
 });
@@ -36,7 +45,8 @@ Deno.test("serviceFlags follows the configured values, IPv6 in brackets", () => 
   }));
   assert.ok(flags.includes("--allow-net=[::1]:9000,127.0.0.1:4321"));
   const file = "/var/lib/contactd/messages.jsonl";
-  assert.ok(flags.includes(`--allow-write=${file},${file}.outbox,${file}.outbox.tmp`));
+  assert.ok(flags.includes(`--allow-write=${stateFiles(file).join(",")}`));
+  assert.ok(flags.includes(`--allow-read=${stateFiles(file).join(",")},/var/lib/contactd`));
 });
 
 Deno.test("serviceFlags never grants unscoped or dangerous permissions", () => {
@@ -55,7 +65,7 @@ Deno.test("mergeSettings lets the process environment win over .env and ignores 
 
 Deno.test("serviceFlags grants reading one env file, and refuses a path that would split the list", () => {
   const flags = serviceFlags(parseConfig({}), { envFile: "/etc/contactd/env" });
-  assert.ok(flags.includes(`--allow-read=${STATE},/etc/contactd/env`));
+  assert.ok(flags.includes(`--allow-read=${READ},/etc/contactd/env`));
   assert.ok(flags.includes(`--allow-write=${STATE}`));
   for (const envFile of ["", "/etc/a,/etc/shadow", "/etc/a\0"]) {
     assert.throws(() => serviceFlags(parseConfig({}), { envFile }), RangeError);
@@ -172,4 +182,49 @@ Deno.test("a Bot API call refused by the permissions or by Deno's blocked ports 
   );
   assert.ok(!denied.ok);
   assert.match(denied.error, /^network error: not permitted \(grant --allow-net/);
+});
+
+Deno.test("a refused MESSAGES_FILE gets contactd's own advice, never Deno's (--allow-write, --allow-all)", () => {
+  for (
+    const message of [
+      'Requires write access to "/srv/m.jsonl", run again with the --allow-write flag',
+      'Requires write access to "/srv/m.jsonl", specify the required permissions during ' +
+      "compilation using `deno compile --allow-write`",
+      'Requires write access to "/srv/m.jsonl", or run again with --allow-all',
+    ]
+  ) {
+    const fields = fileOpenFailure(new Deno.errors.NotCapable(message), "/srv/m.jsonl");
+    assert.equal(fields.error, 'NotCapable: Requires write access to "/srv/m.jsonl"', message);
+    assert.match(fields.hint!, /deno task start grants what MESSAGES_FILE names/);
+    assert.match(fields.hint!, /deno task compile/);
+    for (const text of Object.values(fields)) {
+      assert.doesNotMatch(text, /--allow-|run again/, message);
+    }
+  }
+  const denied = fileOpenFailure(new Deno.errors.PermissionDenied("Permission denied"), "/m");
+  assert.match(denied.hint!, /owned by that user with mode 0600/);
+  assert.deepEqual(fileOpenFailure(new Error("EIO"), "/m"), { error: "Error: EIO" });
+  assert.doesNotMatch(
+    permissionLine(
+      new Deno.errors.NotCapable('Requires read access to "/x", run again with --allow-all'),
+    )!,
+    /--allow-all|run again/,
+  );
+});
+
+Deno.test("listen_failed names the address, and says what to do when the port is taken", () => {
+  const taken = listenFailure(
+    new Deno.errors.AddrInUse("Address already in use (os error 98)"),
+    "127.0.0.1",
+    8787,
+  );
+  assert.deepEqual(taken, {
+    address: "127.0.0.1:8787",
+    error: "AddrInUse: Address already in use (os error 98)",
+    hint: "another process listens on 127.0.0.1:8787 (another contactd?): stop it, or set PORT " +
+      "to a free port",
+  });
+  assert.equal(listenFailure(new Deno.errors.AddrNotAvailable("x"), "::2", 1).address, "[::2]:1");
+  assert.match(listenFailure(new Deno.errors.AddrNotAvailable("x"), "::2", 1).hint!, /set HOST/);
+  assert.equal(listenFailure(new Error("odd"), "127.0.0.1", 1).hint, undefined);
 });

@@ -1,53 +1,23 @@
 import assert from "node:assert/strict";
-import {
-  type DeliveryOutcome,
-  DeliveryQueue,
-  type DeliveryStore,
-} from "../../lib/delivery/queue.ts";
+import { type DeliveryOutcome, DeliveryQueue } from "../../lib/delivery/queue.ts";
 import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
-import type { OutboxEntry, OutboxSubmission } from "../../lib/storage/outbox.ts";
-import { newEntry } from "../../lib/storage/outbox_lines.ts";
+import { OutboxEntryDamaged, type OutboxSubmission } from "../../lib/storage/outbox.ts";
 import { Pacer } from "../../lib/delivery/pacer.ts";
 import type { BotApiResult } from "../../lib/bot/api.ts";
 import { fakeClock } from "../support/fake_clock.ts";
+import { memoryOutbox } from "../support/memory_outbox.ts";
+import { formatTimestamp } from "../../lib/common/timestamp.ts";
 
 const PRIVATE_CHAT = 4242;
 const GROUP_CHAT = -1001234;
 const WAIT_MS = 10_000;
 const DAY = 86_400_000;
 
-/** An in-memory outbox with the real one's rules (lib/storage/outbox.ts). */
-function memoryStore() {
-  const entries = new Map<string, OutboxEntry>();
-  const texts = new Map<string, OutboxSubmission>();
-  const store: DeliveryStore & {
-    add(submission: OutboxSubmission, state?: Partial<OutboxEntry>): void;
-    entries: DeliveryStore["entries"];
-    given: string[];
-  } = {
-    given: [],
-    add(submission, state = {}) {
-      texts.set(submission.id, submission);
-      entries.set(submission.id, { ...newEntry(submission, 0, 0), ...state });
-    },
-    entries: () => entries.values(),
-    read: (id) => Promise.resolve(texts.get(id)!),
-    failed(id, ts, error) {
-      const entry = entries.get(id)!;
-      entry.attempts++;
-      entry.firstError ??= error;
-      entry.lastError = error;
-      entry.lastTs = ts;
-      return Promise.resolve();
-    },
-    done(id, _ts, result) {
-      entries.delete(id);
-      if (result === "given_up") store.given.push(id);
-      return Promise.resolve();
-    },
-  };
-  return store;
-}
+/**
+ * An in-memory outbox with the real one's rules: its window and its one `applyOp`
+ * (tests/support/memory_outbox.ts).
+ */
+const memoryStore = memoryOutbox;
 
 let ids = 0;
 function submission(message = "hello", ts = "2026-11-22T14:03:09Z"): OutboxSubmission {
@@ -69,13 +39,20 @@ const fail = (errorCode: number, error: string, parameters?: object): BotApiResu
   ...(parameters === undefined ? {} : { parameters }),
 });
 
-/** A queue on a fake clock whose API answers with `reply` (default: accepted). */
+/**
+ * A queue on a fake clock whose API answers with `reply` (default: accepted), after `delayMs` of
+ * fake time (default at once). `wall.step` moves the wall clock alone (a clock step).
+ */
 function setup(options: {
   chatId?: number;
   reply?: (text: string, now: number) => BotApiResult;
   maxAgeMs?: number;
+  delayMs?: number;
+  stopWaitMs?: number;
+  wallStep?: number;
 } = {}) {
   const clock = fakeClock(1_000_000);
+  const wall = { step: options.wallStep ?? 0 };
   const store = memoryStore();
   const sent: Array<{ at: number; text: string; ok: boolean }> = [];
   const logs: Array<{ level: LogLevel } & LogFields> = [];
@@ -83,17 +60,24 @@ function setup(options: {
   const queue = new DeliveryQueue({
     chatId: options.chatId ?? PRIVATE_CHAT,
     send: (text) => {
-      const result = state.reply(text, clock.now());
-      sent.push({ at: clock.now(), text, ok: result.ok });
-      return Promise.resolve(result);
+      const at = clock.now();
+      const answer = () => {
+        const result = state.reply(text, clock.now());
+        sent.push({ at, text, ok: result.ok });
+        return result;
+      };
+      const delayMs = options.delayMs ?? 0;
+      if (delayMs === 0) return Promise.resolve(answer());
+      return new Promise((resolve) => clock.setTimer(() => resolve(answer()), delayMs));
     },
     store,
     pacer: new Pacer(),
-    clock,
+    clock: { ...clock, wallNow: () => clock.wallNow() + wall.step },
     random: () => 0.5,
     log: (level, fields) => logs.push({ level, ...fields }),
     waitMs: WAIT_MS,
     maxAgeMs: options.maxAgeMs ?? 7 * DAY,
+    ...(options.stopWaitMs === undefined ? {} : { stopWaitMs: options.stopWaitMs }),
   });
   /** Submits like lib/http/accept.ts: in the outbox first, then to the queue. */
   const submit = (s: OutboxSubmission) => {
@@ -102,7 +86,7 @@ function setup(options: {
     queue.submit(s, true).then((value) => (outcome.value = value));
     return outcome;
   };
-  return { clock, store, sent, logs, queue, state, submit };
+  return { clock, wall, store, sent, logs, queue, state, submit };
 }
 
 Deno.test("the queue sends a waiting caller's notification at once and answers delivered", async () => {
@@ -486,13 +470,13 @@ Deno.test("during an outage new senders are told at once, not after the wait, an
   queue.close();
 });
 
-Deno.test("an entry whose text cannot be read back is given up with a log line, and the backlog goes on", async () => {
+Deno.test("an entry whose line is damaged is given up with a log line, and the backlog goes on", async () => {
   const { clock, sent, queue, store, logs } = setup();
   const [broken, fine] = [submission("broken"), submission("fine")];
   store.add(broken, { status: 502 });
   store.add(fine, { status: 502 });
   const read = store.read;
-  store.read = (id) => id === broken.id ? Promise.reject(new Error("unreadable")) : read(id);
+  store.read = (id) => id === broken.id ? Promise.reject(new OutboxEntryDamaged(id)) : read(id);
   queue.start();
   await clock.advance(5_000);
   assert.deepEqual(sent.map((s) => s.text.split("\n").at(-1)), ["fine"]);
@@ -502,6 +486,26 @@ Deno.test("an entry whose text cannot be read back is given up with a log line, 
     ),
   );
   assert.equal([...store.entries()].length, 0);
+  queue.close();
+});
+
+Deno.test("an entry whose text cannot be read for now (an I/O error) is tried again later, never given up for it", async () => {
+  const { clock, sent, queue, store, logs } = setup();
+  const flaky = submission("flaky");
+  store.add(flaky, { status: 502 });
+  const read = store.read;
+  let failures = 1;
+  store.read = (id) =>
+    failures-- > 0 ? Promise.reject(new Error("EMFILE: too many open files")) : read(id);
+  queue.start();
+  await clock.advance(1);
+  assert.equal(sent.length, 0);
+  assert.ok(logs.some((l) => l.event === "outbox_read_failed" && l.id === flaky.id));
+  assert.equal(store.given.length, 0);
+  await clock.advance(60_000);
+  assert.deepEqual(sent.map((s) => s.text.split("\n").at(-1)), ["flaky"]);
+  assert.ok(!logs.some((l) => l.event === "delivery_given_up"));
+  assert.equal(queue.status().state, "ok");
   queue.close();
 });
 
@@ -516,4 +520,221 @@ Deno.test("a sender is answered even when the outbox cannot note the failed atte
   assert.deepEqual(outcome.value, { ok: false, error: "500 Internal Server Error" });
   assert.ok(logs.some((l) => l.event === "outbox_write_failed"));
   queue.close();
+});
+
+/** The last line of a notification: the message, for the tests' one-line messages. */
+const lastLine = (text: string) => text.split("\n").at(-1)!;
+
+const TOO_LONG = "400 Bad Request: message is too long";
+
+Deno.test("12 submissions Telegram refuses at the head of the backlog do not delay 3 good ones against a healthy API", async () => {
+  const { clock, sent, queue, store, logs } = setup({
+    reply: (text) => /^refused \d+$/.test(lastLine(text)) ? fail(400, TOO_LONG) : OK,
+  });
+  for (let i = 0; i < 12; i++) store.add(submission(`refused ${i}`), { status: 502 });
+  for (let i = 0; i < 3; i++) store.add(submission(`good ${i}`), { status: 502 });
+  const start = clock.now();
+  queue.start();
+  await clock.advance(30_000);
+  const good = sent.filter((s) => s.ok && /^good \d$/.test(lastLine(s.text)));
+  assert.equal(good.length, 3, "all three good ones delivered");
+  // Only the pacer delays them: 12 refused tries and 12 notices go first, oldest first, a burst
+  // of 3 then one a second (not the growing back-off of an outage, which a refusal is not).
+  assert.ok(good.at(-1)!.at - start <= 25_000, `last good one after ${good.at(-1)!.at - start} ms`);
+  assert.equal(logs.filter((l) => l.event === "delivery_paused").length, 0);
+  assert.deepEqual(queue.status(), { state: "ok" });
+  assert.equal([...store.entries()].length, 0);
+});
+
+Deno.test("a message Telegram refuses as written goes again as a notice without the sender's text, and is delivered as that", async () => {
+  const { clock, sent, queue, submit, store, logs } = setup({
+    reply: (text) => text.includes("<refused>") ? fail(400, TOO_LONG) : OK,
+  });
+  queue.start();
+  const s = submission("<refused>");
+  const outcome = submit(s);
+  await clock.settle();
+  assert.deepEqual(outcome.value, { ok: false, error: TOO_LONG });
+  // Visible in `contactd pending` while it is pending: the outbox has the failed attempt.
+  const entry = [...store.entries()].find((e) => e.id === s.id);
+  assert.equal(entry?.lastError, TOO_LONG);
+  await clock.advance(5_000);
+  assert.equal(sent.length, 2);
+  const notice = sent[1]!;
+  assert.ok(notice.ok);
+  assert.ok(notice.text.startsWith(`New contact message #${s.id}\n`));
+  assert.match(
+    notice.text,
+    /\nNot shown: Telegram refused its text \(400 Bad Request: message is too long\);/,
+  );
+  assert.ok(
+    !notice.text.includes("<refused>") && !notice.text.includes("Ann"),
+    "no stranger's text",
+  );
+  assert.match(notice.text, /\nDelivered late: first attempt failed: 400 Bad Request/);
+  assert.ok(logs.some((l) => l.event === "delivered" && l.id === s.id && l.fallback === true));
+  assert.equal([...store.entries()].length, 0);
+});
+
+Deno.test("a message whose notice is refused too is given up with a log line naming it and the reason", async () => {
+  const refused = submission("refused");
+  const { clock, sent, queue, store, logs } = setup({
+    reply: (text) => text.includes(`#${refused.id}`) ? fail(400, TOO_LONG) : OK,
+  });
+  store.add(refused, { status: 502 });
+  store.add(submission("fine"), { status: 502 });
+  queue.start();
+  await clock.advance(5_000);
+  assert.equal(
+    sent.filter((s) => s.text.includes(`#${refused.id}`)).length,
+    2,
+    "once, then the notice",
+  );
+  assert.deepEqual(store.given, [refused.id]);
+  const line = logs.find((l) => l.event === "delivery_given_up");
+  assert.deepEqual(
+    [line?.id, line?.reason, line?.error, line?.attempts],
+    [refused.id, "refused", TOO_LONG, 2],
+  );
+  assert.ok(sent.some((s) => s.ok && lastLine(s.text) === "fine"));
+});
+
+Deno.test("a refused message is not an outage: the next sender is still tried and delivered", async () => {
+  const { clock, queue, submit } = setup({
+    reply: (text) => text.includes("<refused>") ? fail(400, TOO_LONG) : OK,
+  });
+  queue.start();
+  const refused = [submit(submission("<refused>")), submit(submission("<refused>"))];
+  await clock.settle();
+  assert.ok(refused.every((o) => o.value?.ok === false));
+  const next = submit(submission("fine"));
+  await clock.settle();
+  assert.deepEqual(next.value, { ok: true });
+  assert.deepEqual(queue.status(), { state: "ok" });
+});
+
+Deno.test("status says outage after a failed send, paused with its reason after a settings failure, and ok after a success", async () => {
+  let reply = fail(502, "502 Bad Gateway");
+  const { clock, queue, submit } = setup({ reply: () => reply });
+  queue.start();
+  assert.deepEqual(queue.status(), { state: "ok" });
+  submit(submission());
+  await clock.settle();
+  assert.deepEqual(queue.status(), { state: "outage" });
+  reply = fail(401, "401 Unauthorized");
+  submit(submission());
+  await clock.settle();
+  assert.deepEqual(queue.status(), { state: "paused", reason: "401 Unauthorized" });
+  reply = OK;
+  submit(submission());
+  await clock.settle();
+  assert.deepEqual(queue.status(), { state: "ok" });
+});
+
+Deno.test("a delivered line counts the attempt that delivered: 1 for a first attempt, 2 after one failure", async () => {
+  const { clock, queue, store, logs } = setup();
+  const [first, second] = [submission(), submission()];
+  store.add(first, { status: 502 });
+  store.add(second, { status: 502, attempts: 1, firstError: "timeout", lastError: "timeout" });
+  queue.start();
+  await clock.advance(2_000);
+  const attempts = (id: string) =>
+    logs.find((l) => l.event === "delivered" && l.id === id)?.attempts;
+  assert.equal(attempts(first.id), 1);
+  assert.equal(attempts(second.id), 2);
+});
+
+Deno.test("a wall clock stepped 8 days forward gives nothing up early, not even on the first attempt after the step", async () => {
+  let down = true;
+  const { clock, wall, queue, submit, store, logs } = setup({
+    maxAgeMs: DAY,
+    reply: () => down ? fail(502, "502 Bad Gateway") : OK,
+  });
+  queue.start();
+  for (let i = 0; i < 3; i++) submit(submission(`m ${i}`));
+  await clock.advance(60_000);
+  wall.step = 8 * DAY; // the clock was 8 days behind, and is corrected
+  await clock.advance(60_000);
+  down = false;
+  await clock.advance(10 * 60_000);
+  assert.deepEqual(store.given, []);
+  assert.equal(logs.filter((l) => l.event === "delivery_given_up").length, 0);
+  assert.equal(logs.filter((l) => l.event === "delivered").length, 3);
+});
+
+Deno.test("a wall clock stepped 8 days back keeps nothing past its age: it is given up by the time that passed", async () => {
+  // The clock runs 8 days ahead: submissions are stamped with it.
+  const { clock, wall, queue, submit, store } = setup({
+    maxAgeMs: DAY,
+    wallStep: 8 * DAY,
+    reply: () => fail(502, "502 Bad Gateway"),
+  });
+  const ts = formatTimestamp(new Date(clock.wallNow() + 8 * DAY));
+  queue.start();
+  const pending = [submission("a", ts), submission("b", ts)];
+  for (const s of pending) submit(s);
+  const ids = pending.map((s) => s.id);
+  await clock.advance(60_000);
+  wall.step = 0; // corrected
+  await clock.advance(DAY - 2 * 60 * 60_000);
+  assert.deepEqual(store.given, [], "younger than a day");
+  await clock.advance(3 * 60 * 60_000);
+  assert.deepEqual(store.given.sort(), ids.sort(), "a day old by the time that passed");
+});
+
+Deno.test("close waits for the call in flight: its sender gets the real outcome, the outbox notes it, the others are answered at once", async () => {
+  const { clock, sent, queue, submit, store, logs } = setup({ delayMs: 1_500 });
+  queue.start();
+  const inFlight = submit(submission("in flight"));
+  await clock.settle();
+  const later = submission("waiting");
+  const waiting = submit(later);
+  await clock.settle();
+  let closed = false;
+  queue.close().then(() => (closed = true));
+  await clock.settle();
+  assert.deepEqual(waiting.value, { ok: false, error: "queued: contactd is stopping" });
+  assert.equal(inFlight.value, undefined, "still waiting for its call");
+  assert.equal(closed, false);
+  await clock.advance(1_500);
+  assert.deepEqual(inFlight.value, { ok: true });
+  assert.equal(closed, true);
+  assert.deepEqual(sent.map((s) => lastLine(s.text)), ["in flight"]);
+  assert.deepEqual([...store.entries()].map((e) => e.id), [later.id], "only the waiting one left");
+  assert.equal(logs.filter((l) => l.event === "delivery_stop_timeout").length, 0);
+});
+
+Deno.test("close records a call in flight that fails as a failed attempt, and answers its sender with the error", async () => {
+  const { clock, queue, submit, store } = setup({
+    delayMs: 1_500,
+    reply: () => fail(502, "502 Bad Gateway"),
+  });
+  queue.start();
+  const s = submission();
+  const inFlight = submit(s);
+  await clock.settle();
+  const closing = queue.close();
+  await clock.advance(1_500);
+  await closing;
+  assert.deepEqual(inFlight.value, { ok: false, error: "502 Bad Gateway" });
+  const entry = [...store.entries()].find((e) => e.id === s.id);
+  assert.deepEqual([entry?.attempts, entry?.lastError], [1, "502 Bad Gateway"]);
+});
+
+Deno.test("close stops waiting for a call in flight after stopWaitMs, answers its sender 'queued' and logs it", async () => {
+  const { clock, queue, submit, store, logs } = setup({ delayMs: 60_000, stopWaitMs: 11_000 });
+  queue.start();
+  const s = submission();
+  const inFlight = submit(s);
+  await clock.settle();
+  let closed = false;
+  queue.close().then(() => (closed = true));
+  await clock.advance(10_900);
+  assert.equal(closed, false);
+  await clock.advance(200);
+  assert.equal(closed, true);
+  // (Its own 10 s wait answered it first here; either way it is told "saved".)
+  assert.equal(inFlight.value?.ok, false);
+  assert.ok(logs.some((l) => l.event === "delivery_stop_timeout" && l.id === s.id));
+  assert.equal([...store.entries()].length, 1, "left in the outbox for the next start");
 });

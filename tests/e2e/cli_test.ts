@@ -97,3 +97,68 @@ Deno.test("the operator commands run from a checkout through deno task contactd,
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** Runs `deno task contactd <args>` in a fresh directory holding `dotEnv` as `.env`. */
+async function inCheckout(dotEnv: string, args: string[], mode = 0o600) {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-cli-" });
+  await Deno.writeTextFile(`${dir}/.env`, dotEnv, { mode });
+  await Deno.chmod(`${dir}/.env`, mode);
+  try {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: contactdTask(...args),
+      cwd: dir,
+      clearEnv: true,
+      env: baseEnv(),
+      stdin: "null",
+    }).output();
+    const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("deno task contactd check reports a malformed setting in one plain 'contactd check:' line, not JSON", async () => {
+  const { code, stderr } = await inCheckout("PORT=http\n", ["check"]);
+  assert.equal(code, 1);
+  assert.equal(
+    stderr,
+    'contactd check: "PORT" must be a port number between 1 and 65535\n',
+  );
+});
+
+Deno.test("deno task contactd refuses --env-file in one line saying the checkout reads .env (exit 2)", async () => {
+  const { code, stderr } = await inCheckout("", ["check", "--env-file", "/etc/contactd/env"]);
+  assert.equal(code, 2);
+  const lines = stderr.trim().split("\n");
+  assert.equal(lines.length, 1, stderr);
+  assert.match(lines[0]!, /^contactd check: --env-file is the option of a compiled contactd; /);
+  assert.match(lines[0]!, /reads \.env in the checkout/);
+  assert.doesNotMatch(stderr, /built|build time/);
+});
+
+Deno.test("deno task contactd reads a .env with a byte-order mark, and names its skipped lines and loose mode", async () => {
+  const { stdout, stderr } = await inCheckout(
+    "\uFEFFMESSENGER_BOT_TOKEN=123456789:AAE_secret-token-value\nMESSENGER_CHATID=42\n" +
+      "MESSENGER_API_URL=http://127.0.0.1:6000\n",
+    ["check"],
+    0o644,
+  );
+  const text = stdout + stderr;
+  // The token was read (a BOM would have left it "not set"): getMe was tried.
+  assert.match(text, /getMe failed: network error/);
+  assert.doesNotMatch(text, /"MESSENGER_BOT_TOKEN" is not set/);
+  assert.match(
+    stderr,
+    /^contactd check: \.env line 2: MESSENGER_CHATID is not a contactd setting \(did you mean MESSENGER_CHAT_ID\?\); skipped$/m,
+  );
+  assert.match(stderr, /^contactd check: \.env is readable by others \(mode 644\): chmod 600/m);
+  assert.ok(!text.includes("AAE_secret"));
+});
+
+Deno.test("deno task contactd --help names deno task contactd and .env, not the binary's --env-file", async () => {
+  const { code, stdout } = await inCheckout("", ["--help"]);
+  assert.equal(code, 0);
+  assert.match(stdout, /^Usage: deno task contactd \[command\]/m);
+  assert.doesNotMatch(stdout, /--env-file/);
+});

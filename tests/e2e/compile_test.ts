@@ -10,6 +10,8 @@ import { compileFailure, DEFAULT_ENV_FILE, OUTPUT, TARGETS } from "../../tasks/c
 import { serviceFlags } from "../../lib/config/permissions.ts";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { baseEnv, freePort, TOKEN } from "../support/service.ts";
+import { copyLib } from "../support/sources.ts";
+import { stateFiles } from "../../lib/common/state_files.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const CHAT_ID = 4242;
@@ -82,10 +84,10 @@ Deno.test("deno task compile takes HOST, PORT, MESSENGER_API_URL, MESSAGES_FILE 
     CONTACTD_ENV_FILE: "/srv/contactd/env",
   });
   const file = "/srv/contactd/messages.jsonl";
-  const state = `${file},${file}.outbox,${file}.outbox.tmp`;
+  const state = stateFiles(file).join(",");
   assert.deepEqual(bakedFlags(args).slice(1, 4), [
     "--allow-net=[::1]:9000,bot-api.internal:8443",
-    `--allow-read=${state},/srv/contactd/env`,
+    `--allow-read=${state},/srv/contactd,/srv/contactd/env`,
     `--allow-write=${state}`,
   ]);
   // The same values become the binary's defaults (arguments baked in after main.ts).
@@ -178,12 +180,18 @@ Deno.test("deno task compile without a reachable denort says in one line that th
   }
 });
 
-Deno.test("compileFailure shortens only Deno's base-binary download failure, and not when DENORT_BIN is set", () => {
+Deno.test("compileFailure shortens only Deno's base-binary download failure, and not when DENORT_BIN is set", async () => {
   const offline = "error: Writing deno compile executable to temporary file 'dist/x.tmp'\n\n" +
     "Caused by:\n    0: Setting up base binary.\n    1: error sending request for url " +
     "(https://dl.deno.land/release/v2.9.6/denort-x86_64-unknown-linux-gnu.zip): client error " +
     "(Connect): dns error: failed to lookup address information\n";
   assert.match(compileFailure(offline, undefined)!, /^compile: this host is offline.*DENORT_BIN/);
+  // The page that explains DENORT_BIN, where it is.
+  assert.match(compileFailure(offline, undefined)!, /docs\/deployment\.md, "Offline build hosts"/);
+  assert.match(
+    await Deno.readTextFile(`${ROOT}docs/deployment.md`),
+    /\*\*Offline build hosts \(`DENORT_BIN`\)\.\*\*/,
+  );
   assert.equal(compileFailure(offline, "/opt/denort"), undefined);
   assert.equal(compileFailure("error: Type checking failed.\n", undefined), undefined);
 });
@@ -273,7 +281,7 @@ Deno.test("a binary built with PORT and MESSENGER_API_URL serves with them, its 
       await new Promise((resolve) => setTimeout(resolve, 100));
       health = await fetch(`${url}/api/health`).then((r) => r.json(), () => undefined);
     }
-    assert.deepEqual(health, { ok: true, configured: true });
+    assert.deepEqual(health, { ok: true, configured: true, delivery: "ok", pending: 0 });
 
     const response = await fetch(`${url}/api/contact`, {
       method: "POST",
@@ -313,7 +321,8 @@ Deno.test("a binary built with PORT and MESSENGER_API_URL serves with them, its 
       "write /tmp": "NotCapable",
       "write the env file": "NotCapable",
       "read /etc/passwd": "NotCapable",
-      "read the directory": "NotCapable",
+      // Its own directory (the StateDirectory) is granted read, to sync it after a compaction.
+      "read the directory": "ok",
       "read env HOME": "NotCapable",
       "read whole env": "NotCapable",
       "connect to another loopback port": "NotCapable",
@@ -326,7 +335,7 @@ Deno.test("a binary built with PORT and MESSENGER_API_URL serves with them, its 
     });
     assert.deepEqual(
       Array.from(Deno.readDirSync(state), (entry) => entry.name).sort(),
-      ["messages.jsonl", "messages.jsonl.outbox"],
+      ["messages.jsonl", "messages.jsonl.lock", "messages.jsonl.outbox"],
     );
   } finally {
     service.kill("SIGTERM");
@@ -359,4 +368,49 @@ Deno.test("a binary refuses at start-up a PORT outside its baked-in permissions,
   assert.equal(lines[0].event, "config_invalid");
   assert.equal(lines[0].setting, "PORT");
   assert.match(lines[0].error, /this build may not listen on 127\.0\.0\.1:\d+/);
+});
+
+Deno.test("deno task compile reads .env as deno task start does (the environment wins) and prints what it baked in", async () => {
+  // A checkout of its own: the real one's .env is the developer's.
+  const dir = await Deno.makeTempDir({ prefix: "contactd-compile-" });
+  try {
+    await Deno.mkdir(`${dir}/tasks`);
+    for (const file of ["deno.json", "deno.lock", "tasks/compile.ts", "tasks/launch.ts"]) {
+      await Deno.copyFile(`${ROOT}${file}`, `${dir}/${file}`);
+    }
+    await copyLib(dir);
+    await Deno.writeTextFile(
+      `${dir}/.env`,
+      "\uFEFFPORT=9123\nMESSAGES_FILE=/srv/contactd/m.jsonl\nHOST=127.0.0.2\nMESSENGER_PROT=1\n" +
+        "MESSENGER_BOT_TOKEN=123456789:AAE_secret-token-value\n",
+      { mode: 0o600 },
+    );
+    const output = await new Deno.Command("deno", {
+      args: ["task", "--quiet", "compile", "--print"],
+      cwd: dir,
+      clearEnv: true,
+      env: { ...baseEnv(), HOST: "127.0.0.3" },
+      stdin: "null",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert.equal(output.code, 0, stderr);
+    const args: string[] = JSON.parse(new TextDecoder().decode(output.stdout).trim());
+    assert.deepEqual(bakedArgs(args), [
+      "--built-default",
+      "HOST=127.0.0.3",
+      "--built-default",
+      "PORT=9123",
+      "--built-default",
+      "MESSAGES_FILE=/srv/contactd/m.jsonl",
+    ]);
+    assert.ok(args.includes("--allow-net=127.0.0.3:9123,api.telegram.org:443"), args.join(" "));
+    assert.match(
+      stderr,
+      /^compile: baked in: HOST=127\.0\.0\.3 PORT=9123 MESSENGER_API_URL=https:\/\/api\.telegram\.org MESSAGES_FILE=\/srv\/contactd\/m\.jsonl CHALLENGE=none TURNSTILE_VERIFY_URL=\S+; settings file --env-file \/etc\/contactd\/env$/m,
+    );
+    assert.match(stderr, /^compile: \.env line 4: MESSENGER_PROT is not a contactd setting/m);
+    assert.ok(!stderr.includes("AAE_secret") && !args.join(" ").includes("AAE_secret"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -164,7 +164,7 @@ Deno.test("e2e: a wrong chat id pauses redelivery with one error line; pending l
     }
     await sleep(2500);
     // Each new submission tried once; nothing retried while the settings are wrong.
-    assert.equal(fake.calls.length, 2);
+    assert.equal(fake.calls.filter((call) => call.method === "sendMessage").length, 2);
     const paused = wrong.logs().filter((log) => log.event === "delivery_paused");
     assert.equal(paused.length, 1);
     assert.match(String(paused[0]!.hint), /MESSENGER_CHAT_ID/);
@@ -190,5 +190,65 @@ Deno.test("e2e: a wrong chat id pauses redelivery with one error line; pending l
     assert.match(fake.delivered[0]!, /^New contact message #[0-9a-z]{8}\n/);
     assert.equal(await fixed.stop(), 0);
     assert.match((await pending(wrong.file)).stdout, /^nothing pending/);
+  });
+});
+
+Deno.test("e2e: 12 submissions Telegram refuses at the head of the backlog do not hold up 3 good ones; each refused one arrives as a notice without its text", async () => {
+  await withService({ MESSENGER_TIMEOUT_MS: "1000" }, async (service, fake) => {
+    fake.refuse = /\nrefused \d+$/;
+    // An outage puts all 15 in the backlog, the 12 refused ones oldest.
+    await fake.outage("html");
+    const messages = [
+      ...Array.from({ length: 12 }, (_, i) => `refused ${i}`),
+      ...Array.from({ length: 3 }, (_, i) => `good ${i}`),
+    ];
+    for (const [i, message] of messages.entries()) {
+      const response = await service.post({ message }, `10.35.0.${i + 1}`);
+      assert.equal(response.status, 502);
+      await response.body?.cancel();
+    }
+    await fake.outage(false);
+    const healthy = Date.now();
+    const good = () => ["good 0", "good 1", "good 2"].every((m) => deliveries(fake).has(m));
+    await waitFor(good, 45_000, "the 3 good ones");
+    // Paced only (27 sends: 12 refused, 12 notices, 3 good), not backed off as an outage.
+    const elapsed = (Date.now() - healthy) / 1000;
+    assert.ok(elapsed <= 35, `${elapsed} s for the good ones`);
+    const notices = () => fake.delivered.filter((text) => text.includes("\nNot shown: "));
+    await waitFor(() => notices().length === 12, 20_000, "12 notices");
+    for (const text of notices()) {
+      assert.match(text, /Telegram refused its text \(400 Bad Request: message is too long\)/);
+      assert.ok(!text.includes("refused 1") && !text.includes("\nrefused"), "no sender's text");
+    }
+    const logs = service.logs();
+    assert.equal(logs.filter((l) => l.event === "delivered" && l.fallback === true).length, 12);
+    assert.equal(logs.filter((l) => l.event === "delivery_paused").length, 0);
+    const done = await pending(service.file);
+    assert.match(done.stdout, /^nothing pending/);
+  }, { chatId: PRIVATE_CHAT });
+});
+
+Deno.test("e2e: SIGTERM while a notification is in flight waits for it: the sender gets 200, the record says messenger_ok:true, and the next start does not send it again", async () => {
+  await withRestarts(PRIVATE_CHAT, async (start, fake) => {
+    const first = await start();
+    fake.script.push({ delayMs: 1500 });
+    const answer = first.post({ message: "in flight" }, "10.36.0.1");
+    await waitFor(() => fake.calls.some((c) => c.method === "sendMessage"), 10_000, "the call");
+    const stopped = first.stop("SIGTERM");
+    const response = await answer;
+    assert.equal(response.status, 200, await response.clone().text());
+    await response.body?.cancel();
+    assert.equal(await stopped, 0);
+    assert.deepEqual(
+      (await first.records()).map((r) => [r.message, r.messenger_ok]),
+      [["in flight", true]],
+    );
+    assert.match((await pending(first.file)).stdout, /^nothing pending/);
+
+    const second = await start({ MESSAGES_FILE: first.file });
+    await sleep(2000);
+    assert.equal(deliveries(fake).get("in flight"), 1, "sent once");
+    assert.equal((await second.records()).length, 1, "one record");
+    assert.equal(await second.stop(), 0);
   });
 });

@@ -47,7 +47,12 @@ prlimitTest(
         if (health?.status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
       }
       assert.equal(health?.status, 200, service.stderr.join("\n"));
-      assert.deepEqual(await health!.json(), { ok: true, configured: true });
+      assert.deepEqual(await health!.json(), {
+        ok: true,
+        configured: true,
+        delivery: "ok",
+        pending: 0,
+      });
       const sixth = await service.post({ message: "sixth" }, "198.51.100.44");
       assert.equal(sixth.status, 429, "the rate limit's memory was kept");
       await sixth.body?.cancel();

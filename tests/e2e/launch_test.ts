@@ -51,6 +51,7 @@ Deno.test("deno task start serves with .env settings, the environment winning, a
   await Deno.writeTextFile(
     `${dir}/.env`,
     `PORT=${filePort}\nMESSAGES_FILE=from-dotenv.jsonl\nMESSENGER_BOT_TOKEN=1:abc\nMESSENGER_CHAT_ID=7\n`,
+    { mode: 0o600 },
   );
   const child = new Deno.Command(Deno.execPath(), {
     args: taskArgs("serve"),
@@ -69,7 +70,7 @@ Deno.test("deno task start serves with .env settings, the environment winning, a
         () => undefined,
       );
     }
-    assert.deepEqual(health, { ok: true, configured: true });
+    assert.deepEqual(health, { ok: true, configured: true, delivery: "ok", pending: 0 });
     assert.equal((await Deno.stat(`${dir}/from-dotenv.jsonl`)).isFile, true);
   } finally {
     child.kill("SIGTERM");
@@ -81,7 +82,7 @@ Deno.test("deno task start serves with .env settings, the environment winning, a
 
 Deno.test("deno task start refuses a malformed setting with one line naming it", async () => {
   const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
-  await Deno.writeTextFile(`${dir}/.env`, "PORT=abc\n");
+  await Deno.writeTextFile(`${dir}/.env`, "PORT=abc\n", { mode: 0o600 });
   const output = await new Deno.Command(Deno.execPath(), {
     args: taskArgs("serve"),
     cwd: dir,
@@ -113,7 +114,7 @@ async function alive(pid: number): Promise<boolean> {
 
 /** Starts the launcher in `dir` with a `.env` naming `port`; returns it and the child's pid. */
 async function startLauncher(dir: string, port: number) {
-  await Deno.writeTextFile(`${dir}/.env`, `PORT=${port}\n`);
+  await Deno.writeTextFile(`${dir}/.env`, `PORT=${port}\n`, { mode: 0o600 });
   const launcher = new Deno.Command(Deno.execPath(), {
     args: taskArgs("serve"),
     cwd: dir,
@@ -175,12 +176,19 @@ Deno.test("SIGHUP stops the service like SIGTERM: the request in flight is answe
   const held = new Promise<void>((resolve) => release = resolve);
   let called = () => {};
   const calledOnce = new Promise<void>((resolve) => called = resolve);
-  // A Bot API that holds the first sendMessage until the signal has been sent.
-  const api = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async () => {
-    called();
-    await held;
-    return Response.json({ ok: true, result: { message_id: 1 } });
-  });
+  // A Bot API that holds the first sendMessage until the signal has been sent (getMe, asked at
+  // start, is answered at once).
+  const api = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    async (request) => {
+      if (request.url.endsWith("/getMe")) {
+        return Response.json({ ok: true, result: { id: 1, username: "held_bot" } });
+      }
+      called();
+      await held;
+      return Response.json({ ok: true, result: { message_id: 1 } });
+    },
+  );
   const service = await startService({
     MESSENGER_BOT_TOKEN: TOKEN,
     MESSENGER_CHAT_ID: String(CHAT_ID),
@@ -195,7 +203,8 @@ Deno.test("SIGHUP stops the service like SIGTERM: the request in flight is answe
     const answer = await response;
     const body = await answer.json();
     assert.ok(answer.status === 200 || answer.status === 502, JSON.stringify(body));
-    assert.equal(await service.stop(), 0);
+    // It ends by itself: no SIGTERM after the SIGHUP.
+    assert.equal((await service.process.status).code, 0);
     assert.equal((await service.records()).length, 1);
     assert.ok(service.logs().some((line) => line.event === "stopping" && line.signal === "SIGHUP"));
   } finally {
@@ -219,6 +228,7 @@ Deno.test("deno task start refuses a value that swallowed the token's line witho
     await Deno.writeTextFile(
       `${dir}/.env`,
       `PORT=${freePort()}\n${setting}="${value} MESSENGER_BOT_TOKEN=${TOKEN}"\n`,
+      { mode: 0o600 },
     );
     const output = await new Deno.Command(Deno.execPath(), {
       args: taskArgs("serve"),
@@ -260,7 +270,9 @@ Deno.test("deno task start with a .env it cannot read (a directory) says so in o
       clearEnv: true,
       env: baseEnv(),
     }).output();
-    assert.match(oneLineFailure(output), /^contactd: cannot read \.env: IsADirectory: /);
+    const line = JSON.parse(oneLineFailure(output));
+    assert.equal(line.event, "env_file_unreadable");
+    assert.match(line.error, /^cannot read \.env: IsADirectory: /);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -274,7 +286,7 @@ Deno.test({
   fn: async () => {
     const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
     try {
-      await Deno.writeTextFile(`${dir}/.env`, `MESSENGER_BOT_TOKEN=${TOKEN}\n`);
+      await Deno.writeTextFile(`${dir}/.env`, `MESSENGER_BOT_TOKEN=${TOKEN}\n`, { mode: 0o600 });
       await Deno.chmod(`${dir}/.env`, 0o000);
       let command = Deno.execPath();
       let args = taskArgs("serve");
@@ -311,8 +323,8 @@ Deno.test({
       const output = await new Deno.Command(command, { args, cwd: dir, clearEnv: true, env })
         .output();
       assert.match(
-        oneLineFailure(output),
-        /^contactd: cannot read \.env: the system refused access \(permission denied\); /,
+        JSON.parse(oneLineFailure(output)).error,
+        /^cannot read \.env: the system refused access \(permission denied\); /,
       );
     } finally {
       await Deno.remove(dir, { recursive: true });
@@ -323,7 +335,7 @@ Deno.test({
 Deno.test("deno task start refuses a comma in MESSENGER_API_URL (also %2c) with one line, before any child runs", async () => {
   for (const url of ["http://a%2cb/", "http://a,b:80/", "https://bot%2Capi.example"]) {
     const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
-    await Deno.writeTextFile(`${dir}/.env`, `MESSENGER_API_URL=${url}\n`);
+    await Deno.writeTextFile(`${dir}/.env`, `MESSENGER_API_URL=${url}\n`, { mode: 0o600 });
     const output = await new Deno.Command(Deno.execPath(), {
       args: taskArgs("serve"),
       cwd: dir,
@@ -336,5 +348,43 @@ Deno.test("deno task start refuses a comma in MESSENGER_API_URL (also %2c) with 
     const lines = text.trim().split("\n");
     assert.equal(lines.length, 1, text);
     assert.equal(JSON.parse(lines[0]!).setting, "MESSENGER_API_URL");
+  }
+});
+
+Deno.test("deno task start warns about a skipped .env line and a loose mode in JSON lines, and serves", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+  const port = freePort();
+  await Deno.writeTextFile(`${dir}/.env`, `\uFEFFPORT=${port}\nMESSENGER_CHATID=7\n`);
+  await Deno.chmod(`${dir}/.env`, 0o644);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: taskArgs("serve"),
+    cwd: dir,
+    clearEnv: true,
+    env: baseEnv(),
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  try {
+    // The BOM did not hide PORT: the service listens where .env says.
+    assert.ok(await answers(`http://127.0.0.1:${port}/api/health`), "the service did not start");
+  } finally {
+    child.kill("SIGTERM");
+    const output = await child.output();
+    await Deno.remove(dir, { recursive: true });
+    const lines = new TextDecoder().decode(output.stderr).trim().split("\n").map((line) =>
+      JSON.parse(line)
+    );
+    const skipped = lines.filter((line) => line.event === "env_file_line_skipped");
+    assert.deepEqual(
+      skipped.map(({ level, file, line, name, closest }) => ({ level, file, line, name, closest })),
+      [{
+        level: "warn",
+        file: ".env",
+        line: 2,
+        name: "MESSENGER_CHATID",
+        closest: "MESSENGER_CHAT_ID",
+      }],
+    );
+    assert.ok(lines.some((line) => line.event === "file_mode" && line.file === ".env"));
   }
 });

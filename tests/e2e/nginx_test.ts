@@ -160,7 +160,12 @@ Deno.test({
         // 4. Health answers through the proxy (also: wait for nginx to listen).
         const health = await healthVia(port);
         assert.equal(health.status, 200);
-        assert.deepEqual(JSON.parse(health.body), { ok: true, configured: true });
+        assert.deepEqual(JSON.parse(health.body), {
+          ok: true,
+          configured: true,
+          delivery: "ok",
+          pending: 0,
+        });
         assert.equal(health.headers.get("cache-control"), "no-store");
         assert.equal(health.headers.get("x-content-type-options"), "nosniff");
 

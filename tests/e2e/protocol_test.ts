@@ -75,36 +75,39 @@ function assertContactd({ text }: Exchange, status: number, what: string) {
 const contactLines = (service: Service) =>
   service.logs().filter((log) => String(log.event).startsWith("contact")).length;
 
-Deno.test("e2e: Host headers URL parsing refuses ([bad, %zz, [::1, [1::2::3]) still reach health and contact, no error line", async () => {
+Deno.test("e2e: an invalid Host header is answered 400 invalid_host on every route (RFC 9112 §3.2), one tallied summary, no line per request", async () => {
   await withService({}, async (service) => {
-    const hosts = ["[bad", "%zz", "[::1", "[1::2::3]", "ex ample", "a?b"];
+    // What Deno's HTTP parser lets through to contactd (a space or "/" it refuses itself).
+    const hosts = ["[bad", "%zz", "[::1", "[1::2::3]", "a?b", "x:99999", "[1.2.3.4]"];
     for (const [i, host] of hosts.entries()) {
       const health = await exchange(
         service,
         `GET /api/health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
       );
-      assertContactd(health, 200, `GET with Host: ${host}`);
+      assertContactd(health, 400, `GET with Host: ${host}`);
       const contact = await exchange(
         service,
         `POST /api/contact HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
           `X-Forwarded-For: 198.51.100.${i}\r\nContent-Length: ${BODY.length}\r\n` +
           `Connection: close\r\n\r\n${BODY}`,
       );
-      assertContactd(contact, 200, `POST with Host: ${host}`);
-      const missing = await exchange(
-        service,
-        `GET /nowhere HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
-      );
-      assertContactd(missing, 404, `404 with Host: ${host}`);
+      assertContactd(contact, 400, `POST with Host: ${host}`);
+      assert.match(contact.text, /"error":"invalid_host"/);
     }
-    assert.deepEqual((await service.records()).map((record) => record.ip), [
-      "198.51.100.0",
-      "198.51.100.1",
-      "198.51.100.2",
-      "198.51.100.3",
-      "198.51.100.4",
-      "198.51.100.5",
-    ]);
+    // A valid Host (and none, HTTP/1.0) is served.
+    const valid = await exchange(
+      service,
+      "GET /api/health HTTP/1.1\r\nHost: [::1]:8787\r\nConnection: close\r\n\r\n",
+    );
+    assertContactd(valid, 200, "Host: [::1]:8787");
+    const none = await exchange(service, "GET /api/health HTTP/1.0\r\n\r\n");
+    assert.match(none.text, /^HTTP\/1\.[01] 200 /, none.text.slice(0, 100));
+    assert.deepEqual(await service.records(), []);
+    assert.equal(contactLines(service), 0, "no line per request");
+    assert.equal(await service.stop(), 0);
+    const summaries = service.logs().filter((log) => log.event === "contact_summary");
+    assert.equal(summaries.length, 1);
+    assert.equal(summaries[0]!.invalid_host, hosts.length * 2);
     assert.deepEqual(service.logs().filter((log) => log.level === "error"), []);
     assert.ok(!service.stderr.join("\n").includes("[bad"));
   });

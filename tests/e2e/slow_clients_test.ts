@@ -76,7 +76,7 @@ Deno.test("e2e: a trickling body gets 408 at the read deadline while idle connec
       }
       for (let i = 0; i < 20; i++) {
         const health = await fetch(`${service.url}/api/health`);
-        assert.deepEqual(await health.json(), { ok: true, configured: true });
+        assert.equal((await health.json()).ok, true);
       }
       assert.equal(fake.delivered.length, 3);
       assert.ok(Date.now() - started < BODY_TIMEOUT_MS, "served before the slow body timed out");

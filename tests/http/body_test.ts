@@ -9,7 +9,12 @@ function readBody(
 ) {
   return withBody(request, limit, deadline, (body) => body, (error): BodyResult => {
     throw error;
-  });
+  }, cancelMustNotFail);
+}
+
+/** The cancel after a deadline is not expected to fail here: a failure fails the test. */
+function cancelMustNotFail(error: unknown): never {
+  throw error;
 }
 
 function streamOf(chunks: Uint8Array[], pulled: { count: number }): ReadableStream<Uint8Array> {
@@ -125,10 +130,17 @@ Deno.test("withBody answers a declared-length body cut short by the deadline onc
   const deadline = new AbortController();
   const { request } = stalledBody(() => deadline.abort());
   const seen: BodyResult[] = [];
-  const answer = await withBody(request, BODY_LIMIT, deadline.signal, (body) => {
-    seen.push(body);
-    return "answered";
-  }, () => "failed");
+  const answer = await withBody(
+    request,
+    BODY_LIMIT,
+    deadline.signal,
+    (body) => {
+      seen.push(body);
+      return "answered";
+    },
+    () => "failed",
+    cancelMustNotFail,
+  );
   assert.equal(answer, "answered");
   assert.deepEqual(seen, [{ ok: false, reason: "timeout" }]);
 });
@@ -137,10 +149,17 @@ Deno.test("withBody ignores a body that completes after its deadline answered", 
   const deadline = new AbortController();
   const { request, finish } = stalledBody(() => {});
   const seen: BodyResult[] = [];
-  const answered = withBody(request, BODY_LIMIT, deadline.signal, (body) => {
-    seen.push(body);
-    return body.ok ? "body" : body.reason;
-  }, () => "failed");
+  const answered = withBody(
+    request,
+    BODY_LIMIT,
+    deadline.signal,
+    (body) => {
+      seen.push(body);
+      return body.ok ? "body" : body.reason;
+    },
+    () => "failed",
+    cancelMustNotFail,
+  );
   await new Promise((resolve) => setTimeout(resolve, 5));
   deadline.abort();
   assert.equal(await answered, "timeout");
@@ -156,9 +175,16 @@ Deno.test("withBody hands an exception thrown by onBody to onError", async () =>
     headers: { "content-length": "2" },
   });
   const errors: unknown[] = [];
-  const answer = await withBody(request, BODY_LIMIT, new AbortController().signal, () => {
-    throw new Error("rule failed");
-  }, (error) => (errors.push(error), "internal"));
+  const answer = await withBody(
+    request,
+    BODY_LIMIT,
+    new AbortController().signal,
+    () => {
+      throw new Error("rule failed");
+    },
+    (error) => (errors.push(error), "internal"),
+    cancelMustNotFail,
+  );
   assert.equal(answer, "internal");
   assert.equal(String(errors[0]), "Error: rule failed");
 });
@@ -176,6 +202,7 @@ Deno.test("a failed body read goes to onError (and is rethrown if onError throws
     new AbortController().signal,
     () => "body",
     String,
+    cancelMustNotFail,
   );
   assert.equal(answer, "Error: reset");
   await assert.rejects(readBody(failing(), BODY_LIMIT, new AbortController().signal), /reset/);
@@ -188,19 +215,33 @@ Deno.test("withBody answers 'timeout' at once on the last deadline it saw, once 
   const reason = (body: BodyResult) => (body.ok ? "body" : body.reason);
   // The first read remembers `first` (and its waiting set) for the reads after it.
   assert.equal(
-    await withBody(complete(), BODY_LIMIT, first.signal, reason, () => "failed"),
+    await withBody(complete(), BODY_LIMIT, first.signal, reason, () => "failed", cancelMustNotFail),
     "body",
   );
   first.abort();
   const { request } = stalledBody(() => {});
-  const late = withBody(request, BODY_LIMIT, first.signal, reason, () => "failed");
+  const late = withBody(
+    request,
+    BODY_LIMIT,
+    first.signal,
+    reason,
+    () => "failed",
+    cancelMustNotFail,
+  );
   let timer: ReturnType<typeof setTimeout> | undefined;
   const waited = new Promise((resolve) => (timer = setTimeout(resolve, 200, "still waiting")));
   assert.equal(await Promise.race([late, waited]), "timeout");
   clearTimeout(timer);
   const second = new AbortController();
   assert.equal(
-    await withBody(complete(), BODY_LIMIT, second.signal, reason, () => "failed"),
+    await withBody(
+      complete(),
+      BODY_LIMIT,
+      second.signal,
+      reason,
+      () => "failed",
+      cancelMustNotFail,
+    ),
     "body",
   );
 });

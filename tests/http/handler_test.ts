@@ -147,7 +147,8 @@ Deno.test("POST /api/contact answers 502 stored when the outbox holds it, even i
   // No "recorded" note: the next start writes the missing record.
   assert.equal(state.answered.size, 0);
   const health = await handler(new Request("http://localhost/api/health"), PEER);
-  assert.deepEqual(await health.json(), { ok: false, configured: true });
+  assert.equal(health.status, 503);
+  assert.equal((await health.json()).ok, false);
 });
 
 Deno.test("POST /api/contact answers a delivered message 200 even when the outbox failed", async () => {
@@ -168,23 +169,67 @@ Deno.test("a delivered message whose record failed answers 200 and turns health 
   assert.ok(state.logs.some((log) => log.level === "error" && log.event === "backup_write_failed"));
   const health = async () =>
     (await handler(new Request("http://localhost/api/health"), PEER)).json();
-  assert.deepEqual(await health(), { ok: false, configured: true });
+  assert.deepEqual(await health(), { ok: false, configured: true, delivery: "ok", pending: 0 });
   failing = false;
   assert.equal((await handler(post({ message: "m2" }), PEER)).status, 200);
-  assert.deepEqual(await health(), { ok: true, configured: true });
+  assert.deepEqual(await health(), { ok: true, configured: true, delivery: "ok", pending: 0 });
 });
 
-Deno.test("GET /api/health reports exactly ok and configured", async () => {
+Deno.test("GET /api/health reports exactly ok, configured, delivery and pending, never cached", async () => {
   const configured = await setup().handler(new Request("http://localhost/api/health"), PEER);
   assert.equal(configured.status, 200);
-  assert.equal(await configured.text(), '{"ok":true,"configured":true}');
+  assert.equal(
+    await configured.text(),
+    '{"ok":true,"configured":true,"delivery":"ok","pending":0}',
+  );
   // The one answer to a GET that a cache could keep: it says not to.
   assert.equal(configured.headers.get("cache-control"), "no-store");
-  const unconfigured = await setup({ deliver: "unconfigured" }).handler(
-    new Request("http://localhost/api/health"),
-    PEER,
-  );
-  assert.deepEqual(await unconfigured.json(), { ok: true, configured: false });
+});
+
+Deno.test("GET /api/health answers 503 ok:false while delivery is paused for a settings problem", async () => {
+  let status: { state: "ok" | "outage" | "paused"; reason?: string; pending: number } = {
+    state: "paused",
+    reason: "401 Unauthorized",
+    pending: 3,
+  };
+  const { handler } = setup({ deliveryStatus: () => status });
+  const health = () => handler(new Request("http://localhost/api/health"), PEER);
+  const paused = await health();
+  assert.equal(paused.status, 503);
+  assert.equal(paused.headers.get("cache-control"), "no-store");
+  // The reason stays in the log: health may be public.
+  assert.deepEqual(await paused.json(), {
+    ok: false,
+    configured: true,
+    delivery: "paused",
+    pending: 3,
+  });
+  status = { state: "outage", pending: 4 };
+  const outage = await health();
+  assert.equal(outage.status, 200);
+  assert.deepEqual(await outage.json(), {
+    ok: true,
+    configured: true,
+    delivery: "outage",
+    pending: 4,
+  });
+});
+
+Deno.test("GET /api/health of an unconfigured service answers 503: configured false, delivery paused", async () => {
+  const { handler } = setup({
+    deliver: "unconfigured",
+    deliveryStatus: () => ({ state: "paused", reason: "not_configured", pending: 2 }),
+  });
+  const health = await handler(new Request("http://localhost/api/health"), PEER);
+  assert.equal(health.status, 503);
+  assert.deepEqual(await health.json(), {
+    ok: false,
+    configured: false,
+    delivery: "paused",
+    pending: 2,
+  });
+  const head = await handler(new Request("http://localhost/api/health", { method: "HEAD" }), PEER);
+  assert.equal(head.status, 503);
 });
 
 Deno.test("unknown paths answer 404 and wrong methods 405 with Allow", async () => {
@@ -330,23 +375,59 @@ function withHost(host: string, method: string, target: string, body?: string): 
   });
 }
 
-// `new URL` throws on the first six and misplaces the path after the last three.
-const BAD_HOSTS = ["[bad", "%zz", "[::1", "[1::2::3]", "ex ample", "x:99999", "a?b", "a#b", "a/b"];
+// Hosts RFC 9112 §3.2 calls invalid (RFC 3986's grammar: `new URL` throws on the first seven
+// and misplaces the path after the last three).
+const BAD_HOSTS = [
+  "[bad",
+  "%zz",
+  "[::1",
+  "[1::2::3]",
+  "ex ample",
+  "x:99999",
+  "[1.2.3.4]",
+  "a?b",
+  "a#b",
+  "a/b",
+];
 
-Deno.test("routing does not depend on the Host header: unparseable Hosts reach health and contact", async () => {
+Deno.test("a request with an invalid Host header is answered 400 invalid_host on every route, before anything else", async () => {
   for (const host of BAD_HOSTS) {
     const { state, handler } = setup();
     const health = await handler(withHost(host, "GET", "/api/health?x=1"), PEER);
-    assert.equal(health.status, 200, host);
-    assert.deepEqual(await health.json(), { ok: true, configured: true });
+    assert.equal(health.status, 400, host);
+    assert.equal((await health.json()).error, "invalid_host", host);
     const contact = await handler(withHost(host, "POST", "/api/contact", '{"message":"m"}'), PEER);
-    assert.equal(contact.status, 200, host);
-    assert.equal(state.lines.length, 1, host);
-    const other = await handler(withHost(host, "GET", "/"), PEER);
-    assert.equal(other.status, 404, host);
+    assert.equal(contact.status, 400, host);
+    await contact.body?.cancel();
+    const other = await handler(withHost(host, "GET", "/nowhere"), PEER);
+    assert.equal(other.status, 400, host);
     await other.body?.cancel();
+    assert.equal(state.lines.length + state.texts.length + state.outbox.length, 0, host);
     assert.deepEqual(state.logs.filter((log) => log.level !== "info"), [], host);
   }
+});
+
+Deno.test("valid Hosts are served: names, IPv4, IPv6 and IPvFuture literals, ports, empty", async () => {
+  const hosts = ["localhost:8787", "127.0.0.1", "[::1]:80", "Example.ORG", "", "[v1.x]", "a%41b"];
+  for (const host of hosts) {
+    const { handler } = setup();
+    const health = await handler(withHost(host, "GET", "/api/health"), PEER);
+    assert.equal(health.status, 200, host);
+    await health.body?.cancel();
+  }
+});
+
+Deno.test("a flood of invalid Hosts makes no line per request: one tallied summary", async () => {
+  const { state, handler } = setup();
+  for (let i = 0; i < 50; i++) {
+    await (await handler(withHost(`[bad${i}`, "GET", "/api/health"), PEER)).body?.cancel();
+  }
+  const written: LogFields[] = [];
+  const tally = tallyRefusals((_level, fields) => written.push(fields));
+  for (const { level, ...fields } of state.logs) tally.log(level, fields);
+  assert.deepEqual(written, []);
+  tally.flush();
+  assert.deepEqual(written, [{ event: "contact_summary", refused: 50, invalid_host: 50 }]);
 });
 
 Deno.test("pathOf takes the path after the authority Deno put in request.url, as new URL would", () => {

@@ -123,3 +123,19 @@ Deno.test("keepServing's shutdown drains the current server and resolves finishe
   assert.deepEqual(state.pauses, []);
   assert.deepEqual(state.logs, []);
 });
+
+Deno.test("keepServing logs a shutdown whose accept loop fails as serve_shutdown_failed, once", async () => {
+  const { state, kept } = harness();
+  const server = state.servers[0]!;
+  server.shutdown = () => {
+    server.fail(EMFILE);
+    return server.finished;
+  };
+  kept.shutdown();
+  await kept.finished;
+  await settle();
+  assert.deepEqual(
+    state.logs.map((log) => [log.level, log.event, log.error]),
+    [["error", "serve_shutdown_failed", `Error: ${EMFILE.message}`]],
+  );
+});

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { clientAddress } from "../../lib/net/client_address.ts";
-import { type Cidr, parseCidr } from "../../lib/net/ip.ts";
+import { type Cidr, parseCidr } from "../../lib/common/ip.ts";
 
 function cidrs(...texts: string[]): Cidr[] {
   return texts.map((text) => {

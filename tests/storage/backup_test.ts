@@ -1,10 +1,5 @@
 import assert from "node:assert/strict";
-import {
-  type BackupRecord,
-  formatRecord,
-  formatTimestamp,
-  openBackupFile,
-} from "../../lib/storage/backup.ts";
+import { type BackupRecord, formatRecord, openBackupFile } from "../../lib/storage/backup.ts";
 
 const RECORD: BackupRecord = {
   ts: "2026-11-22T14:03:09Z",
@@ -36,10 +31,6 @@ Deno.test("formatRecord keeps U+2028 and odd Unicode inside one line", () => {
   const line = formatRecord({ ...RECORD, message: "a\u2028b\u202Ec\r" });
   assert.equal(line.split("\n").length, 2);
   assert.equal(JSON.parse(line).message, "a\u2028b\u202Ec\r");
-});
-
-Deno.test("formatTimestamp is UTC with whole seconds and a trailing Z", () => {
-  assert.equal(formatTimestamp(new Date("2026-11-22T14:03:09.987+01:00")), "2026-11-22T13:03:09Z");
 });
 
 Deno.test("openBackupFile creates the file with mode 0600 and appends", async () => {

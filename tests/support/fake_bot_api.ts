@@ -24,6 +24,11 @@ export interface FakeReply {
   readonly contentType?: string;
 }
 
+/** A scripted delay: the request is answered as usual, `delayMs` later (a slow API). */
+export interface FakeDelay {
+  readonly delayMs: number;
+}
+
 /** A running fake; see {@linkcode startFakeBotApi}. */
 export interface FakeBotApi {
   /** Base URL, e.g. `"http://127.0.0.1:41234"`. */
@@ -45,11 +50,18 @@ export interface FakeBotApi {
   /**
    * Scripted behaviours for the next requests, consumed one per request;
    * when empty the fake behaves like the real API. `"hang"` never answers
-   * (until {@linkcode FakeBotApi.close}).
+   * (until {@linkcode FakeBotApi.close}); a {@linkcode FakeDelay} answers as usual, later.
    */
-  readonly script: Array<FakeReply | "hang">;
+  readonly script: Array<FakeReply | "hang" | FakeDelay>;
+  /**
+   * `sendMessage` texts matching this are refused `400 Bad Request: message is too long`, every
+   * time (a message Telegram will not take as written); `undefined`: none.
+   */
+  refuse: RegExp | undefined;
   /** What `getUpdates` returns as its `result`. */
   updates: unknown[];
+  /** `getMe` calls answered aside (see {@linkcode FakeBotApiOptions.scriptGetMe}). */
+  readonly getMeCalls: number;
   /** Stops the server, first releasing any hanging requests. */
   close(): Promise<void>;
 }
@@ -64,6 +76,13 @@ export interface FakeBotApiOptions {
   readonly botUsername?: string;
   /** Telegram's flood control, on by default (`false`: none). */
   readonly floodControl?: FloodControl | false;
+  /**
+   * `true`: `getMe` is like any other method, recorded in `calls` and answered from `script`
+   * (the commands' tests). Default: answered by the fake itself and only counted in
+   * `getMeCalls`, so the service's one `getMe` at start shifts nothing a test scripts or counts
+   * (an outage and a wrong token still apply to it).
+   */
+  readonly scriptGetMe?: boolean;
 }
 
 /**
@@ -172,6 +191,7 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
   let closed: Promise<void> | undefined;
   let down: "html" | false = false;
   let floods = 0;
+  let getMeCalls = 0;
   const flood = options.floodControl === false
     ? undefined
     : (options.floodControl ?? TELEGRAM_FLOOD_CONTROL);
@@ -217,16 +237,29 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     const token = decodeOrRaw(match?.[1] ?? "");
     const method = match?.[2] ?? "";
     const body = await readBody(request);
-    fake.calls.push({ method, token, body });
+    const aside = method === "getMe" && options.scriptGetMe !== true;
+    if (aside) getMeCalls++;
+    else fake.calls.push({ method, token, body });
 
     if (down === "html") return reply(htmlError(502));
-    const scripted = fake.script.shift();
+    const scripted = aside ? undefined : fake.script.shift();
     if (scripted === "hang") {
       // Released by close(), so server.shutdown() has nothing left to wait for.
       await new Promise<void>((resolve) => hanging.add(resolve));
       return reply(apiError(503, "Service Unavailable: fake is closing"));
     }
-    if (scripted !== undefined) return reply(scripted);
+    if (typeof scripted === "object" && "delayMs" in scripted) {
+      // Cut short by close(), like a hang.
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          hanging.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, scripted.delayMs);
+        hanging.add(done);
+      });
+    } else if (scripted !== undefined) return reply(scripted);
 
     if (match === null) return reply(apiError(404, "Not Found"));
     if (token !== options.token) return reply(apiError(401, "Unauthorized"));
@@ -262,7 +295,9 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     }
     const text = typeof body.text === "string" ? body.text : "";
     if (text.trim() === "") return reply(apiError(400, "Bad Request: message text is empty"));
-    if (text.length > 4096) return reply(apiError(400, "Bad Request: message is too long"));
+    if (text.length > 4096 || fake.refuse?.test(text) === true) {
+      return reply(apiError(400, "Bad Request: message is too long"));
+    }
     const limited = floodCheck(Number(body.chat_id));
     if (limited !== undefined) return limited;
     fake.delivered.push(text);
@@ -295,7 +330,11 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     get floods() {
       return floods;
     },
+    get getMeCalls() {
+      return getMeCalls;
+    },
     script: [],
+    refuse: undefined,
     updates: [],
     async outage(mode) {
       down = mode === "html" ? "html" : false;

@@ -149,7 +149,7 @@ Deno.test("sendNotification times out on a hanging fake, then close() still retu
 });
 
 Deno.test("fake Bot API close() releases a request still waiting on a hang", async () => {
-  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID, scriptGetMe: true });
   fake.script.push("hang");
   const options = { apiUrl: fake.url, token: TOKEN, timeoutMs: 10_000, fetch };
   const pending = callBotApi(options, "getMe", {});
@@ -171,3 +171,22 @@ Deno.test("sendNotification names a real refused connection without leaking the 
   const result = await sendNotification(options, "hi");
   assert.deepEqual(result, { ok: false, error: "network error: connection refused" });
 });
+
+Deno.test("fake Bot API answers a scripted delay as usual, that much later", () =>
+  withFake(async (fake, options) => {
+    fake.script.push({ delayMs: 300 });
+    const started = Date.now();
+    assert.deepEqual(await sendNotification(options, "slow"), { ok: true, parts: 1 });
+    assert.ok(Date.now() - started >= 250, "answered after the delay");
+    assert.deepEqual(fake.delivered, ["slow"]);
+  }));
+
+Deno.test("fake Bot API refuses every text matching refuse with 400 message is too long", () =>
+  withFake(async (fake, options) => {
+    fake.refuse = /poison/;
+    const refused = { ok: false, error: "400 Bad Request: message is too long" };
+    assert.deepEqual(await sendNotification(options, "a poison pill"), refused);
+    assert.deepEqual(await sendNotification(options, "a poison pill"), refused);
+    assert.deepEqual(await sendNotification(options, "fine"), { ok: true, parts: 1 });
+    assert.deepEqual(fake.delivered, ["fine"]);
+  }));

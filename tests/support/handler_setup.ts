@@ -5,13 +5,15 @@
  */
 import type { ChallengeGate } from "../../lib/challenge/altcha.ts";
 import type { DeliveryOutcome } from "../../lib/delivery/queue.ts";
-import type { RealIpHeader } from "../../lib/net/client_address.ts";
-import { createHandler, type Handler } from "../../lib/http/handler.ts";
-import { parseCidr } from "../../lib/net/ip.ts";
+import type { RealIpHeader } from "../../lib/config/config.ts";
+import { createHandler, type Handler, type HandlerDeps } from "../../lib/http/handler.ts";
+import { parseCidr } from "../../lib/common/ip.ts";
 import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
 import { notificationParts } from "../../lib/bot/notification.ts";
 import type { OutboxSubmission } from "../../lib/storage/outbox.ts";
 import { RateLimiter } from "../../lib/net/rate_limit.ts";
+import { postBudget } from "../../lib/http/budgets.ts";
+import { parseConfig } from "../../lib/config/config.ts";
 
 /** A fake delivery: what the queue made of a submission's notification text. */
 export type FakeDeliver = (text: string) => Promise<DeliveryOutcome>;
@@ -34,6 +36,8 @@ export function setup(options: {
   /** `CHALLENGE` (default: none) and the budget of `GET /api/challenge`. */
   challenge?: ChallengeGate;
   challengeLimiter?: RateLimiter;
+  /** The queue's state and pending count for health (default: none given). */
+  deliveryStatus?: HandlerDeps["deliveryStatus"];
 } = {}) {
   const state = {
     now: new Date("2026-11-22T14:03:09.500Z"),
@@ -50,7 +54,7 @@ export function setup(options: {
     now: () => state.now.getTime(),
     trustedProxies: [parseCidr("127.0.0.1/8")!],
     ...(options.realIpHeader ? { realIpHeader: options.realIpHeader } : {}),
-    limiter: new RateLimiter({ limit: 5, windowMs: 60_000 }),
+    limiter: new RateLimiter(postBudget(parseConfig({}).rateLimit)), // RATE_LIMIT unset
     queue: deliver === "unconfigured" ? undefined : {
       async submit(submission) {
         const text = notificationParts(submission).join("\n");
@@ -73,6 +77,7 @@ export function setup(options: {
     ...(options.bodyDeadline ? { bodyDeadline: options.bodyDeadline } : {}),
     challenge: options.challenge,
     challengeLimiter: options.challengeLimiter,
+    ...(options.deliveryStatus ? { deliveryStatus: options.deliveryStatus } : {}),
   });
   return { state, handler };
 }

@@ -6,7 +6,7 @@ import {
   isCanonicalIpv4,
   parseCidr,
   parseIp,
-} from "../../lib/net/ip.ts";
+} from "../../lib/common/ip.ts";
 import { mulberry32 as random } from "../support/random.ts";
 
 function canonical(text: string): string | null {

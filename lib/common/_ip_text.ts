@@ -1,7 +1,7 @@
 /**
  * The textual forms of addresses. A client address is parsed and formatted on every POST, so
  * IPv6 is scanned character by character into a reused group array; dotted quads are split
- * (an address that is already canonical IPv4 never gets here: lib/net/ip.ts recognises it first).
+ * (an address that is already canonical IPv4 never gets here: lib/common/ip.ts recognises it first).
  *
  * @module
  */

@@ -1,0 +1,117 @@
+/**
+ * The send queue's health as a small state machine, apart from the send path (the shape of
+ * denoland/std's `async/unstable_circuit_breaker.ts`: a tagged union and named transitions):
+ *
+ * - **ok**: the last send that reached a verdict was accepted (or nothing failed yet).
+ * - **outage**: sends have failed since the last success (timeouts, network errors, `5xx`, odd
+ *   replies). The backlog as a whole waits until `resumeAt`, as long as the outage has lasted so
+ *   far (lib/delivery/retry_schedule.ts `outageDelayMs`); from the second failure in a row new
+ *   senders are answered at once until then.
+ * - **paused**: a failure only the operator can fix (lib/bot/api.ts `failureKind` "settings": the
+ *   token, the chat, the bot's place in it). The backlog waits until a send succeeds or contactd
+ *   restarts; new submissions still try once each.
+ *
+ * Transitions: {@linkcode afterSuccess} (any state to ok) and {@linkcode afterFailure} (ok or
+ * outage to outage or paused; paused stays paused). A failure that belongs to one message (its
+ * `400`) and flood control (`429`, lib/delivery/pacer.ts) are not the API's health: they change
+ * nothing here. Times are milliseconds on the caller's monotonic clock; nothing here reads a
+ * clock.
+ *
+ * @module
+ */
+import { outageDelayMs } from "./retry_schedule.ts";
+
+/** Failed sends in a row that make new senders be answered at once (one may be a blip). */
+export const OUTAGE_AFTER_FAILURES = 2;
+
+/** The queue's health; see the module documentation. */
+export type DeliveryHealth =
+  | { readonly state: "ok" }
+  | {
+    readonly state: "outage";
+    /** When the first failure of this run of failures happened. */
+    readonly since: number;
+    /** Failed sends in a row. */
+    readonly failures: number;
+    /** The last failure's reason (one short line, lib/bot/api.ts), for the senders' answers. */
+    readonly lastError: string;
+    /** When the backlog may be tried again. */
+    readonly resumeAt: number;
+  }
+  | {
+    readonly state: "paused";
+    /** The failure that paused it, e.g. `"401 Unauthorized"`. */
+    readonly reason: string;
+    /** When it was paused. */
+    readonly since: number;
+  };
+
+/** What the health endpoint reads of it (`GET /api/health`). */
+export interface DeliveryStatus {
+  readonly state: "ok" | "outage" | "paused";
+  /** Why delivery is paused (a settings problem); only when `state` is `"paused"`. */
+  readonly reason?: string;
+}
+
+/** A failed send, as the health sees it. */
+export interface SendFailure {
+  /** When it failed (monotonic ms). */
+  readonly now: number;
+  /** Its reason, one short line. */
+  readonly error: string;
+  /** A settings problem (lib/bot/api.ts `failureKind` "settings"). */
+  readonly settings: boolean;
+  /** A number in [0, 1), for the back-off's jitter. */
+  readonly random: () => number;
+}
+
+/** The state a queue starts in. */
+export const HEALTHY: DeliveryHealth = { state: "ok" };
+
+/** A send was accepted: whatever the state, delivery works. */
+export function afterSuccess(_health: DeliveryHealth): DeliveryHealth {
+  return HEALTHY;
+}
+
+/**
+ * A send failed for a reason that is not the message's own nor flood control: a settings problem
+ * pauses (a pause lasts until a success, whatever fails meanwhile); anything else starts or
+ * extends an outage, backing the backlog off for as long as the outage has lasted.
+ */
+export function afterFailure(health: DeliveryHealth, failure: SendFailure): DeliveryHealth {
+  const { now, error, settings, random } = failure;
+  if (health.state === "paused") return health;
+  if (settings) return { state: "paused", reason: error, since: now };
+  const since = health.state === "outage" ? health.since : now;
+  const failures = health.state === "outage" ? health.failures + 1 : 1;
+  return {
+    state: "outage",
+    since,
+    failures,
+    lastError: error,
+    resumeAt: now + outageDelayMs(now - since, random),
+  };
+}
+
+/** When the backlog may be tried again: now (`-Infinity`), after an outage's wait, or never. */
+export function backlogResumesAt(health: DeliveryHealth): number {
+  if (health.state === "ok") return -Infinity;
+  return health.state === "outage" ? health.resumeAt : Infinity;
+}
+
+/**
+ * Until when new senders are answered at once instead of being tried (`undefined` when they are
+ * tried): during an outage of {@linkcode OUTAGE_AFTER_FAILURES} failures in a row, until the
+ * backlog's next try. A pause for the settings is not one: new submissions still try once each.
+ */
+export function answersAtOnceUntil(health: DeliveryHealth, now: number): number | undefined {
+  if (health.state !== "outage" || health.failures < OUTAGE_AFTER_FAILURES) return undefined;
+  return now < health.resumeAt ? health.resumeAt : undefined;
+}
+
+/** The health as the health endpoint reports it. */
+export function deliveryStatus(health: DeliveryHealth): DeliveryStatus {
+  return health.state === "paused"
+    ? { state: "paused", reason: health.reason }
+    : { state: health.state };
+}

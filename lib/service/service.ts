@@ -1,0 +1,349 @@
+/**
+ * The service builder: from the settings and the real world's I/O to a running service with one
+ * disposer. Start-up opens and starts, in order: the configuration (and the permission gaps of a
+ * compiled binary), the backup file, the outbox, crash recovery, the example page, the delivery
+ * queue, the challenge, the handler, the stop signals, and then the listening server. Every
+ * resource goes onto one `AsyncDisposableStack` as it is opened, so a start that fails at any
+ * step, and a stop, clean up the same way (in the reverse order). The shape of benbjohnson/wtf's
+ * `Main` with `Run` and `Close`: {@linkcode startService} runs, `[Symbol.asyncDispose]` closes.
+ *
+ * @module
+ */
+import { openBackupFile } from "../storage/backup.ts";
+import { ConfigError, parseConfig } from "../config/config.ts";
+import {
+  fileOpenFailure,
+  listenFailure,
+  type NeededPermission,
+  permissionGaps,
+} from "../config/permissions.ts";
+import type { Settings } from "../config/settings.ts";
+import { DeliveryQueue, stopWaitMs } from "../delivery/queue.ts";
+import type { DeliveryClock } from "../delivery/queue.ts";
+import { Pacer } from "../delivery/pacer.ts";
+import { EXAMPLE_PAGE_URL } from "../config/example_page.ts";
+import { Altcha, type ChallengeGate, REPLAY_CAPACITY } from "../challenge/altcha.ts";
+import { isTurnstileTestSecret, Turnstile } from "../challenge/turnstile.ts";
+import { createHandler, type Handler } from "../http/handler.ts";
+import { CHALLENGE_BUDGET, postBudget } from "../http/budgets.ts";
+import { keepServing, type KeptServing, pause, type Serving } from "../http/keep_serving.ts";
+import { describeError, type Logger } from "../log/logger.ts";
+import { SUMMARY_INTERVAL_MS, tallyRefusals } from "../log/tally.ts";
+import { RateLimiter } from "../net/rate_limit.ts";
+import { openOutbox, outboxPath } from "../storage/outbox.ts";
+import { recoverRecords } from "../storage/recovery.ts";
+import { FilesLocked, lockFiles } from "../storage/lock.ts";
+import { lockPath } from "../common/state_files.ts";
+import { newSubmissionId } from "../form/submission_id.ts";
+import { botCheckReport, getMe, sendMessage } from "../bot/api.ts";
+import { serviceSignals } from "./signals.ts";
+
+/**
+ * What stopped the service: a signal, the launcher's end of standard input, or disposing the
+ * service before any of them.
+ */
+export type StopReason = Deno.Signal | "stdin_eof" | "disposed";
+
+/** The real world, as the service is given it (the tests pass fakes). */
+export interface ServiceIO {
+  /** Where log lines go (`settingsLogger` over stdout and stderr). */
+  readonly log: Logger;
+  /** Whether the process holds a permission (`Deno.permissions.querySync`). */
+  readonly granted: (permission: NeededPermission) => boolean;
+  /** The Bot API's and Turnstile's HTTP client. */
+  readonly fetch: typeof fetch;
+  /** The queue's time (monotonic and wall clocks, timers). */
+  readonly clock: DeliveryClock;
+  /** Calls `fn` every `ms` without keeping the process alive; returns the cancel. */
+  readonly every: (fn: () => void, ms: number) => () => void;
+  /** A number in [0, 1), for the back-off's jitter. */
+  readonly random: () => number;
+  /** Reads the example page (`Deno.readFile`). */
+  readonly readFile: (url: URL) => Promise<Uint8Array>;
+  /** Listens and serves (`Deno.serve`); throws when it cannot listen. */
+  readonly serve: (options: Deno.ServeTcpOptions, handler: Handler) => Serving;
+  /** This process's id (`Deno.pid`), written into the lock file for whoever finds it taken. */
+  readonly pid: number;
+  /** The operating system, which decides the signals (`Deno.build.os`). */
+  readonly os: typeof Deno.build.os;
+  /** Signal listeners (`Deno.addSignalListener`, `Deno.removeSignalListener`). */
+  readonly addSignalListener: (signal: Deno.Signal, handler: () => void) => void;
+  readonly removeSignalListener: (signal: Deno.Signal, handler: () => void) => void;
+  /**
+   * Resolves when standard input reaches its end, for `--stop-on-stdin-eof` (`deno task
+   * start`'s launcher holds the other end); absent, standard input is not watched.
+   */
+  readonly stdinEnded?: () => Promise<void>;
+}
+
+/** A running service. Disposing it waits for the server, then closes everything it opened. */
+export interface RunningService extends AsyncDisposable {
+  /** Resolves once the server has stopped: after a stop signal, stdin's end or `stop`. */
+  readonly finished: Promise<void>;
+  /**
+   * Stops gracefully (once; later calls do nothing): waiting senders are answered now ("saved,
+   * will be delivered"), the server stops accepting and drains the requests in flight.
+   */
+  stop(reason: StopReason): void;
+}
+
+/**
+ * Starts the service. Returns `undefined` when it cannot start, after one log line saying why
+ * (`config_invalid`, `files_locked`, `lock_failed`, `backup_open_failed`, `outbox_open_failed`,
+ * `recovery_failed`, `example_read_failed`, `listen_failed`) and after closing whatever it had opened.
+ */
+export async function startService(
+  settings: Settings,
+  io: ServiceIO,
+): Promise<RunningService | undefined> {
+  const { log } = io;
+  let config;
+  try {
+    config = parseConfig(settings);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    log("error", { event: "config_invalid", setting: error.setting, error: error.message });
+    return undefined;
+  }
+  // A compiled binary's permissions are fixed at build time: refuse settings beyond them now.
+  const gaps = permissionGaps(config, io.granted);
+  for (const gap of gaps) {
+    log("error", { event: "config_invalid", setting: gap.setting, error: gap.message });
+  }
+  if (gaps.length > 0) return undefined;
+  // One getMe, asked while the files open: the bot's username goes in the listening line.
+  const botCheck = config.messenger === undefined ? undefined : getMe({
+    apiUrl: config.apiUrl,
+    token: config.messenger.token,
+    timeoutMs: config.timeoutMs,
+    fetch: io.fetch,
+  });
+  if (config.messenger === undefined) {
+    log("warn", {
+      event: "not_configured",
+      hint: "set MESSENGER_BOT_TOKEN and MESSENGER_CHAT_ID; submissions are stored and delivered " +
+        "once they are set",
+    });
+  }
+
+  // Disposed at the end of this function unless moved into the running service.
+  await using stack = new AsyncDisposableStack();
+  // Signal listeners are removed last, once everything else is closed: a second SIGTERM while the
+  // queue waits for a call in flight must find them, not the default action (exit 143).
+  const signalListeners = stack.use(new AsyncDisposableStack());
+  const signals = serviceSignals(io.os);
+  // A file-size limit (RLIMIT_FSIZE, systemd LimitFSIZE=) must fail the write, not kill the
+  // process: with SIGXFSZ handled before any file is opened (a compaction at start writes too),
+  // the write returns EFBIG and the answer stays honest.
+  for (const signal of signals.ignore) listen(signalListeners, io, signal, () => {});
+  const onLoose = (file: string) => (mode: number) =>
+    log("warn", {
+      event: "file_mode",
+      file,
+      mode: mode.toString(8),
+      hint: "chmod 600 it: it holds personal data",
+    });
+  // One service per MESSAGES_FILE: locked before anything beside it is read or written.
+  try {
+    stack.use(await lockFiles(config.messagesFile, io.pid));
+  } catch (error) {
+    log("error", {
+      event: error instanceof FilesLocked ? "files_locked" : "lock_failed",
+      file: lockPath(config.messagesFile),
+      ...fileOpenFailure(error, lockPath(config.messagesFile)),
+    });
+    return undefined;
+  }
+  let backup;
+  try {
+    backup = await openBackupFile(config.messagesFile, onLoose(config.messagesFile));
+  } catch (error) {
+    log("error", {
+      event: "backup_open_failed",
+      file: config.messagesFile,
+      ...fileOpenFailure(error, config.messagesFile),
+    });
+    return undefined;
+  }
+  stack.defer(() => backup.close());
+  const outboxFile = outboxPath(config.messagesFile);
+  let outbox;
+  try {
+    outbox = await openOutbox(outboxFile, { log, onLoose: onLoose(outboxFile) });
+  } catch (error) {
+    log("error", {
+      event: "outbox_open_failed",
+      file: outboxFile,
+      ...fileOpenFailure(error, outboxFile),
+    });
+    return undefined;
+  }
+  stack.defer(() => outbox.close());
+  try {
+    const recovered = await recoverRecords(outbox, (line) => backup.append(line), log);
+    log("info", { event: "outbox_loaded", pending: outbox.pendingCount, recovered });
+  } catch (error) {
+    log("error", { event: "recovery_failed", error: describeError(error) });
+    return undefined;
+  }
+
+  let examplePage: Uint8Array | undefined;
+  if (config.serveExample) {
+    try {
+      // Read once: the handler serves these bytes and never touches the file system.
+      examplePage = await io.readFile(EXAMPLE_PAGE_URL);
+    } catch (error) {
+      log("error", { event: "example_read_failed", error: describeError(error) });
+      return undefined;
+    }
+    log("info", { event: "serving_example", path: "/" });
+  }
+
+  const { messenger } = config;
+  const tally = tallyRefusals(log);
+  const cancelSummaries = io.every(tally.flush, SUMMARY_INTERVAL_MS);
+  stack.defer(() => {
+    cancelSummaries();
+    tally.flush();
+  });
+  const api = { apiUrl: config.apiUrl, timeoutMs: config.timeoutMs, fetch: io.fetch };
+  const queue = messenger === undefined ? undefined : new DeliveryQueue({
+    chatId: messenger.chatId,
+    send: (text) => sendMessage({ ...api, token: messenger.token }, messenger.chatId, text),
+    store: outbox,
+    pacer: new Pacer(),
+    clock: io.clock,
+    random: io.random,
+    log: tally.log,
+    waitMs: config.deliveryWaitMs,
+    maxAgeMs: config.deliveryMaxAgeMs,
+    stopWaitMs: stopWaitMs(config.timeoutMs),
+  });
+  if (queue !== undefined) {
+    queue.start();
+    // Before the outbox closes: a call in flight at the stop is answered and noted first.
+    stack.defer(() => queue.close());
+  }
+  if (config.challenge.kind === "turnstile" && isTurnstileTestSecret(config.challenge.secret)) {
+    log("warn", { event: "challenge_test_secret", setting: "CHALLENGE_SECRET" });
+  }
+  const challenge: ChallengeGate | undefined = config.challenge.kind === "altcha"
+    ? new Altcha({
+      secret: config.challenge.secret,
+      clock: io.clock,
+      onFull: () => log("warn", { event: "challenge_replay_set_full", capacity: REPLAY_CAPACITY }),
+    })
+    : config.challenge.kind === "turnstile"
+    ? new Turnstile({
+      secret: config.challenge.secret,
+      verifyUrl: config.challenge.verifyUrl,
+      fetch: io.fetch,
+      onOutage: (reason) => log("warn", { event: "challenge_unavailable", reason }),
+    })
+    : undefined;
+  const handler = createHandler({
+    now: () => io.clock.wallNow(),
+    trustedProxies: config.trustedProxies,
+    realIpHeader: config.realIpHeader,
+    limiter: new RateLimiter(postBudget(config.rateLimit)),
+    outbox,
+    queue,
+    newId: () => newSubmissionId(),
+    append: (line) => backup.append(line),
+    log: tally.log,
+    allowedOrigins: config.allowedOrigins,
+    examplePage,
+    challenge,
+    challengeLimiter: challenge?.issue === undefined
+      ? undefined
+      : new RateLimiter(CHALLENGE_BUDGET),
+    deliveryStatus: () => ({
+      ...(queue?.status() ?? { state: "paused", reason: "not_configured" }),
+      pending: outbox.pendingCount,
+    }),
+  });
+  const bot = botCheck === undefined ? undefined : botCheckReport(await botCheck);
+  if (bot !== undefined && "fields" in bot) log(bot.level, bot.fields);
+
+  const serveOptions: Deno.ServeTcpOptions = {
+    hostname: config.host,
+    port: config.port,
+    onListen: ({ hostname, port }) =>
+      log("info", {
+        event: "listening",
+        hostname,
+        port,
+        ...(bot !== undefined && "bot" in bot ? { bot: bot.bot } : {}),
+      }),
+    onError: (error) => {
+      log("error", { event: "internal_error", status: 500, error: describeError(error) });
+      return new Response(null, { status: 500 });
+    },
+  };
+  // Listening for signals before the port is: a stop that comes with the first "listening" line
+  // is graceful too.
+  let server: KeptServing | undefined;
+  let stopping = false;
+  const stop = (reason: StopReason) => {
+    if (stopping) return;
+    stopping = true;
+    log("info", { event: "stopping", signal: reason });
+    // Waiting senders are answered now ("saved, will be delivered"): what is left stays in the
+    // outbox for the next start. A call in flight is waited for (at most stopWaitMs), so its
+    // sender gets the real answer. shutdown() stops accepting and waits for in-flight requests
+    // (and their records); the disposer awaits the queue's close before closing the files.
+    void queue?.close(); // never rejects; the disposer awaits it
+    server?.shutdown();
+  };
+  // SIGHUP stops gracefully too (decided, not ignored): it means the terminal or session that
+  // started the service is gone, and there is nothing to reload (settings and permissions are
+  // read once; the unit has no ExecReload=). Its default would end the process at once, with
+  // in-flight senders unanswered and their records unwritten. Windows has SIGINT and SIGBREAK.
+  for (const signal of signals.stop) listen(signalListeners, io, signal, () => stop(signal));
+  if (io.stdinEnded !== undefined) {
+    // The launcher's end (even by SIGKILL, which it cannot forward) closes the pipe, and the
+    // service stops with it instead of living on. A read error means the pipe is gone too.
+    io.stdinEnded().then(() => stop("stdin_eof"), (error) => {
+      log("warn", { event: "stdin_failed", error: describeError(error) });
+      stop("stdin_eof");
+    });
+  }
+  try {
+    // Out of descriptors, Deno's accept loop ends: listen again rather than end the process.
+    server = keepServing({
+      first: io.serve(serveOptions, handler),
+      start: () => io.serve({ ...serveOptions, onListen: () => {} }, handler),
+      log,
+      now: () => io.clock.now(),
+      sleep: pause,
+    });
+  } catch (error) {
+    log("error", { event: "listen_failed", ...listenFailure(error, config.host, config.port) });
+    return undefined;
+  }
+  if (stopping) server.shutdown();
+
+  const running = server;
+  const owned = stack.move();
+  return {
+    finished: running.finished,
+    stop,
+    async [Symbol.asyncDispose]() {
+      stop("disposed");
+      await running.finished;
+      await owned.disposeAsync();
+      log("info", { event: "stopped" });
+    },
+  };
+}
+
+/** Adds a signal listener that the stack removes. */
+function listen(
+  stack: AsyncDisposableStack,
+  io: ServiceIO,
+  signal: Deno.Signal,
+  handler: () => void,
+): void {
+  io.addSignalListener(signal, handler);
+  stack.defer(() => io.removeSignalListener(signal, handler));
+}

@@ -1,0 +1,99 @@
+/**
+ * The file system as contactd's storage uses it: a small interface (open, read, write, sync,
+ * rename, stat, remove, lock), so the outbox's rules run against a fake in the tests, which can
+ * hold or fail any one call, and {@linkcode denoFs}, the real one, a thin shell over `Deno`.
+ *
+ * @module
+ */
+import { directoryOf } from "../common/state_files.ts";
+
+/** What storage needs to know of a file: `Deno.FileInfo`'s parts it reads. */
+export type StorageFileInfo = Pick<
+  Deno.FileInfo,
+  "size" | "mode" | "dev" | "ino" | "isFile" | "isSymlink"
+>;
+
+/** Options of {@linkcode StorageFs.open}: `Deno.OpenOptions`' parts storage uses. */
+export type StorageOpenOptions = Pick<
+  Deno.OpenOptions,
+  "read" | "write" | "append" | "create" | "createNew" | "truncate" | "mode"
+>;
+
+/** An open file: `Deno.FsFile`'s methods storage calls. */
+export interface StorageFile {
+  read(into: Uint8Array): Promise<number | null>;
+  write(bytes: Uint8Array): Promise<number>;
+  seek(offset: number, whence: Deno.SeekMode): Promise<number>;
+  syncData(): Promise<void>;
+  stat(): Promise<StorageFileInfo>;
+  /** Takes an advisory exclusive lock without waiting; false when another holder has it. */
+  tryLock(exclusive: boolean): Promise<boolean>;
+  truncate(length?: number): Promise<void>;
+  close(): void;
+}
+
+/** The file system, as storage uses it. */
+export interface StorageFs {
+  open(path: string, options: StorageOpenOptions): Promise<StorageFile>;
+  /** What the path itself names (a symbolic link is not followed). */
+  lstat(path: string): Promise<StorageFileInfo>;
+  rename(from: string, to: string): Promise<void>;
+  remove(path: string): Promise<void>;
+}
+
+/** The real file system. */
+export const denoFs: StorageFs = {
+  open: (path, options) => Deno.open(path, options),
+  lstat: (path) => Deno.lstat(path),
+  rename: (from, to) => Deno.rename(from, to),
+  remove: (path) => Deno.remove(path),
+};
+
+/**
+ * Makes a rename in `path`'s directory durable: opens the directory (read permission on it) and
+ * syncs it. Rejects when it cannot; the caller logs it.
+ */
+export async function syncDirectory(fs: StorageFs, path: string): Promise<void> {
+  const directory = await fs.open(directoryOf(path), { read: true });
+  try {
+    await directory.syncData();
+  } finally {
+    directory.close();
+  }
+}
+
+/** `dev:ino` of a file, or `""` where the system has no inode numbers (then never compared). */
+export function fileIdentity(info: StorageFileInfo): string {
+  return info.ino === null ? "" : `${info.dev}:${info.ino}`;
+}
+
+/**
+ * Opens `path` for writing without ever writing through a symbolic link: after the open, the path
+ * itself must name the file opened (not a link, not another file), else it is closed unwritten
+ * and this throws. Use `createNew` for a file that must not exist (it never follows a link).
+ */
+export async function openNoFollow(
+  fs: StorageFs,
+  path: string,
+  options: StorageOpenOptions,
+): Promise<StorageFile> {
+  const file = await fs.open(path, options);
+  try {
+    const [opened, named] = [await file.stat(), await fs.lstat(path)];
+    if (named.isSymlink || fileIdentity(named) !== fileIdentity(opened)) {
+      throw new Deno.errors.PermissionDenied(
+        `${path} is a symbolic link or was replaced: contactd never writes through a link`,
+      );
+    }
+    return file;
+  } catch (error) {
+    file.close();
+    throw error;
+  }
+}
+
+/** Writes all of `bytes` (a write may take fewer). */
+export async function writeAll(file: Pick<StorageFile, "write">, bytes: Uint8Array): Promise<void> {
+  let written = 0;
+  while (written < bytes.byteLength) written += await file.write(bytes.subarray(written));
+}

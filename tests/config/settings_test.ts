@@ -1,0 +1,72 @@
+/**
+ * The env file reader: a byte-order mark, skipped lines named by number with the closest
+ * setting, never a value.
+ */
+import assert from "node:assert/strict";
+import { envFileNotes, parseEnvFile } from "../../lib/config/settings.ts";
+
+Deno.test("parseEnvFile drops a UTF-8 byte-order mark before the first setting", () => {
+  const file = parseEnvFile("\uFEFFMESSENGER_BOT_TOKEN=1:abc\r\nPORT=9000\r\n");
+  assert.deepEqual({ ...file.values }, { MESSENGER_BOT_TOKEN: "1:abc", PORT: "9000" });
+  assert.deepEqual(file.warnings, []);
+});
+
+Deno.test("parseEnvFile names misspelt settings and lines without = by line number, with the closest setting", () => {
+  const file = parseEnvFile(
+    [
+      "# comment",
+      "",
+      "MESSENGER_CHATID=5",
+      "PROT=9000",
+      "Messenger_Bot_Token=1:a",
+      "just-a-token-pasted",
+      "export HOST=::1",
+      "TRUSTED_PROXY=none",
+      "HOME=/root",
+      "EDITOR=vi",
+      "CONTACTD_ENV_FILE=/etc/contactd/env",
+    ].join("\n"),
+  );
+  assert.deepEqual(file.warnings, [
+    { line: 3, problem: "unknown_name", name: "MESSENGER_CHATID", closest: "MESSENGER_CHAT_ID" },
+    { line: 4, problem: "unknown_name", name: "PROT", closest: "PORT" },
+    {
+      line: 5,
+      problem: "unknown_name",
+      name: "Messenger_Bot_Token",
+      closest: "MESSENGER_BOT_TOKEN",
+    },
+    { line: 6, problem: "no_equals" },
+    { line: 8, problem: "unknown_name", name: "TRUSTED_PROXY", closest: "TRUSTED_PROXIES" },
+  ]);
+  assert.equal(file.values.HOST, "::1");
+});
+
+Deno.test("parseEnvFile does not mistake the lines of a quoted value for lines without =", () => {
+  const file = parseEnvFile('ALLOWED_ORIGINS="https://a.example,\nhttps://b.example"\nPORT=1\n');
+  assert.deepEqual(file.warnings, []);
+  assert.equal(file.values.PORT, "1");
+});
+
+Deno.test("envFileNotes never carries a value, and warns about a mode group or others may read", () => {
+  const file = parseEnvFile("MESSENGER_BOT_TOKN=123:secret\n123:secret\n");
+  const notes = envFileNotes("/etc/contactd/env", file, 0o100604);
+  assert.equal(notes.length, 3);
+  assert.deepEqual(notes[0]!.fields, {
+    event: "file_mode",
+    file: "/etc/contactd/env",
+    mode: "604",
+    hint: "chmod 600 it: it holds the bot token",
+  });
+  for (const note of notes) {
+    assert.ok(!note.text.includes("secret"), note.text);
+    assert.ok(!JSON.stringify(note.fields).includes("secret"));
+  }
+  assert.deepEqual(envFileNotes("/e", parseEnvFile("PORT=1\n"), 0o100600), []);
+  assert.deepEqual(envFileNotes("/e", parseEnvFile("PORT=1\n"), null), []);
+});
+
+Deno.test(".env.example, copied to .env as the README says, reads without a warning", async () => {
+  const text = await Deno.readTextFile(new URL("../../.env.example", import.meta.url));
+  assert.deepEqual(parseEnvFile(text).warnings, []);
+});

@@ -1,0 +1,200 @@
+import assert from "node:assert/strict";
+import { type ServiceIO, startService } from "../../lib/service/service.ts";
+import type { Serving } from "../../lib/http/keep_serving.ts";
+import type { LogFields } from "../../lib/log/logger.ts";
+import type { Settings } from "../../lib/config/settings.ts";
+import { fakeClock } from "../support/fake_clock.ts";
+import { SUMMARY_INTERVAL_MS } from "../../lib/log/tally.ts";
+
+/** A fake world: what the service did, in order, and the signal handlers it holds. */
+function fakeWorld(options: { listen?: "ok" | "fails"; onServe?: () => void } = {}) {
+  const events: string[] = [];
+  const logs: LogFields[] = [];
+  const handlers = new Map<Deno.Signal, Set<() => void>>();
+  const servers: Array<{ shutdowns: number }> = [];
+  let cancelled = 0;
+  const intervals: number[] = [];
+  const io: ServiceIO = {
+    log: (_level, fields) => {
+      logs.push(fields);
+      events.push(`log ${fields.event}`);
+    },
+    granted: () => true,
+    fetch: () => Promise.reject(new Error("no network in this test")),
+    clock: fakeClock(),
+    every: (_fn, ms) => (intervals.push(ms), () => {
+      cancelled++;
+      events.push("cancel summaries");
+    }),
+    random: () => 0.5,
+    readFile: () => Promise.resolve(new TextEncoder().encode("<p>example</p>")),
+    serve: () => {
+      events.push("serve");
+      options.onServe?.();
+      if (options.listen === "fails") throw new Deno.errors.AddrInUse("address in use");
+      const { promise, resolve } = Promise.withResolvers<void>();
+      const server = { shutdowns: 0 };
+      servers.push(server);
+      const serving: Serving = {
+        finished: promise,
+        shutdown: () => (server.shutdowns++, resolve(), promise),
+      };
+      return serving;
+    },
+    pid: 4242,
+    os: "linux",
+    addSignalListener: (signal, handler) => {
+      events.push(`listen ${signal}`);
+      if (!handlers.has(signal)) handlers.set(signal, new Set());
+      handlers.get(signal)!.add(handler);
+    },
+    removeSignalListener: (signal, handler) => {
+      events.push(`unlisten ${signal}`);
+      handlers.get(signal)?.delete(handler);
+    },
+  };
+  const held = () => [...handlers.values()].reduce((sum, set) => sum + set.size, 0);
+  const send = (signal: Deno.Signal) => handlers.get(signal)?.forEach((handler) => handler());
+  return { io, events, logs, servers, held, send, intervals, cancelled: () => cancelled };
+}
+
+/** Runs `test` with a new temporary directory, removed afterwards (the service closed first). */
+async function inTempDir(test: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir();
+  try {
+    await test(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+function settingsIn(dir: string, extra: Settings = {}): Settings {
+  return { MESSAGES_FILE: `${dir}/messages.jsonl`, ...extra };
+}
+
+Deno.test("startService listens for the stop signals before it listens on the port", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    const service = await startService(settingsIn(dir), world.io);
+    assert.ok(service);
+    const serveAt = world.events.indexOf("serve");
+    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) {
+      const at = world.events.indexOf(`listen ${signal}`);
+      assert.ok(at >= 0 && at < serveAt, `${signal} before serve: ${world.events.join(", ")}`);
+    }
+    // SIGXFSZ is handled before any file is opened: a file-size limit fails the write, even in
+    // a compaction at start.
+    const loaded = world.events.indexOf("log outbox_loaded");
+    assert.ok(loaded > 0 && world.events.indexOf("listen SIGXFSZ") < loaded);
+    await service[Symbol.asyncDispose]();
+  }));
+
+Deno.test("a stop signal ends the service: stopping, the server drained, everything closed, stopped", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    {
+      await using service = await startService(settingsIn(dir), world.io);
+      assert.ok(service);
+      world.send("SIGTERM");
+      world.send("SIGINT"); // a second stop does nothing more
+      await service.finished;
+      assert.equal(world.servers[0]!.shutdowns, 1);
+    }
+    const events = world.logs.map((fields) => fields.event);
+    assert.deepEqual(events.slice(-2), ["stopping", "stopped"]);
+    assert.equal(world.logs.at(-2)!.signal, "SIGTERM");
+    assert.equal(world.held(), 0, "every signal listener is removed");
+    // ...last: a second SIGTERM while the queue drains must not find the default action.
+    const firstUnlisten = world.events.findIndex((event) => event.startsWith("unlisten"));
+    assert.ok(firstUnlisten > world.events.indexOf("cancel summaries"), world.events.join(", "));
+    assert.equal(world.cancelled(), 1, "the summary timer is cancelled");
+  }));
+
+Deno.test("a stop signal that comes while the port is being listened on stops the service at once", () =>
+  inTempDir(async (dir) => {
+    let send = (_signal: Deno.Signal) => {};
+    const world = fakeWorld({ onServe: () => send("SIGTERM") });
+    send = world.send;
+    await using service = await startService(settingsIn(dir), world.io);
+    assert.ok(service);
+    await service.finished;
+    assert.equal(world.servers[0]!.shutdowns, 1);
+  }));
+
+Deno.test("standard input's end stops the service when it is watched", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    const stdin = Promise.withResolvers<void>();
+    await using service = await startService(settingsIn(dir), {
+      ...world.io,
+      stdinEnded: () => stdin.promise,
+    });
+    assert.ok(service);
+    assert.equal(world.servers[0]!.shutdowns, 0);
+    stdin.resolve();
+    await service.finished;
+    assert.equal(world.logs.find((fields) => fields.event === "stopping")?.signal, "stdin_eof");
+  }));
+
+Deno.test("a failed listen is logged as listen_failed, and everything opened is closed again", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld({ listen: "fails" });
+    const service = await startService(settingsIn(dir), world.io);
+    assert.equal(service, undefined);
+    assert.equal(world.logs.at(-1)!.event, "listen_failed");
+    assert.match(String(world.logs.at(-1)!.error), /address in use/);
+    assert.equal(world.held(), 0, "no signal listener is left behind");
+    assert.equal(world.cancelled(), 1, "the summary timer is cancelled");
+    // The files were closed: a second start on them opens them again and serves.
+    const again = fakeWorld();
+    await using second = await startService(settingsIn(dir), again.io);
+    assert.ok(second);
+  }));
+
+Deno.test("a malformed setting stops start-up with config_invalid before any file is created", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    const service = await startService(settingsIn(dir, { PORT: "eighty" }), world.io);
+    assert.equal(service, undefined);
+    assert.deepEqual(world.logs.map((fields) => [fields.event, fields.setting]), [
+      ["config_invalid", "PORT"],
+    ]);
+    assert.deepEqual([...Deno.readDirSync(dir)], []);
+    assert.ok(!world.events.includes("serve"));
+  }));
+
+Deno.test("a setting beyond the granted permissions stops start-up, naming the setting", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    const service = await startService(settingsIn(dir), { ...world.io, granted: () => false });
+    assert.equal(service, undefined);
+    assert.ok(world.logs.length > 0);
+    assert.ok(world.logs.every((fields) => fields.event === "config_invalid"), world.events.join());
+    assert.deepEqual([...Deno.readDirSync(dir)], []);
+  }));
+
+Deno.test("an unreadable example page stops start-up with example_read_failed, files closed", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    const service = await startService(settingsIn(dir, { SERVE_EXAMPLE: "1" }), {
+      ...world.io,
+      readFile: () => Promise.reject(new Deno.errors.NotFound("no such file")),
+    });
+    assert.equal(service, undefined);
+    assert.equal(world.logs.at(-1)!.event, "example_read_failed");
+    assert.ok(!world.events.includes("serve"));
+    const again = fakeWorld();
+    await using second = await startService(settingsIn(dir), again.io);
+    assert.ok(second);
+  }));
+
+Deno.test("the service flushes the refusal tally every SUMMARY_INTERVAL_MS, and cancels that at the stop", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    {
+      await using service = await startService(settingsIn(dir), world.io);
+      assert.ok(service);
+      assert.deepEqual(world.intervals, [SUMMARY_INTERVAL_MS]);
+    }
+    assert.equal(world.cancelled(), 1);
+  }));
