@@ -25,8 +25,7 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
   await using service = await startService(settings, {
     log: settingsLogger(
       settings,
-      (line, level) =>
-        (level === "info" ? Deno.stdout : Deno.stderr).writeSync(encoder.encode(line)),
+      (line, level) => writeAllSync(level === "info" ? Deno.stdout : Deno.stderr, line),
     ),
     granted,
     fetch,
@@ -60,9 +59,15 @@ async function stdinEnded(): Promise<void> {
   for await (const _ of Deno.stdin.readable) { /* the launcher never writes */ }
 }
 
-const line = (stream: { writeSync(bytes: Uint8Array): number }) => (text: string) => {
-  stream.writeSync(encoder.encode(`${text}\n`));
-};
+/** Writes all of `text`: one `writeSync` may take fewer bytes (a pipe, an export's rows). */
+function writeAllSync(stream: { writeSync(bytes: Uint8Array): number }, text: string): void {
+  const bytes = encoder.encode(text);
+  let written = 0;
+  while (written < bytes.byteLength) written += stream.writeSync(bytes.subarray(written));
+}
+
+const line = (stream: { writeSync(bytes: Uint8Array): number }) => (text: string) =>
+  writeAllSync(stream, `${text}\n`);
 
 /** Runs the command line; a missing permission ends as one line naming what to grant. */
 async function main(): Promise<number> {
@@ -80,6 +85,8 @@ async function main(): Promise<number> {
       out: line(Deno.stdout),
       err: line(Deno.stderr),
       serve,
+      revoke: (name) => Deno.permissions.revokeSync({ name }),
+      pid: Deno.pid,
     });
   } catch (error) {
     const text = permissionLine(error);

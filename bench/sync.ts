@@ -13,7 +13,7 @@ import { type TrackedFile, trackFile, type WritableFile } from "../lib/storage/t
 const CALLERS = 16;
 
 /** The baseline group commit is measured against: one write and one sync per line, in order. */
-function createSerialAppender(tracked: TrackedFile): Appender {
+function createSerialAppender(tracked: TrackedFile): Pick<Appender, "append" | "close"> {
   let queue: Promise<unknown> = Promise.resolve();
   return {
     append(line) {

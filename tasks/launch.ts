@@ -12,7 +12,12 @@
  */
 import { ConfigError, parseConfig } from "../lib/config/config.ts";
 import { type LogFields, settingsLogger } from "../lib/log/logger.ts";
-import { permissionLine, serviceFlags } from "../lib/config/permissions.ts";
+import {
+  exportFlags,
+  forgetFlags,
+  permissionLine,
+  serviceFlags,
+} from "../lib/config/permissions.ts";
 import {
   type EnvFileNote,
   envFileNotes,
@@ -101,12 +106,12 @@ async function launch(args: readonly string[]): Promise<number> {
     );
     return 2;
   }
-  const fromProcess = readSettings((name) => Deno.env.get(name));
   const dotEnv = await readDotEnv(DOT_ENV);
   if (typeof dotEnv === "string") {
     early.error(dotEnv, { event: "env_file_unreadable", file: DOT_ENV, error: dotEnv });
     return 1;
   }
+  const fromProcess = readSettings((name) => Deno.env.get(name), dotEnv.values.FORMS);
   const settings = mergeSettings(dotEnv.values, fromProcess);
   // The same redaction as the service's own log lines.
   const report = _reporter(invocation, settings);
@@ -114,7 +119,14 @@ async function launch(args: readonly string[]): Promise<number> {
 
   let flags: string[];
   try {
-    flags = serviceFlags(parseConfig(settings));
+    const config = parseConfig(settings);
+    // export only reads the backup file, forget only touches contactd's own files.
+    const command = invocation?.kind === "run" ? invocation.command : undefined;
+    flags = command === "export"
+      ? exportFlags(config)
+      : command === "forget"
+      ? forgetFlags(config)
+      : serviceFlags(config);
   } catch (error) {
     if (!(error instanceof ConfigError || error instanceof RangeError)) throw error;
     if (invocation === undefined || invocation.kind !== "run") {
@@ -135,7 +147,8 @@ async function launch(args: readonly string[]): Promise<number> {
   // stdin is a pipe this process holds open and never writes: its end tells the child to stop.
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...flags, main, "--stop-on-stdin-eof", LAUNCHED_BY_TASK_FLAG, ...args],
-    env: settings,
+    // mergeSettings keeps only the values that are set.
+    env: settings as Record<string, string>,
     stdin: "piped",
   }).spawn();
   // The signals the child stops gracefully on are passed on (Windows knows only two).

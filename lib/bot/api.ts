@@ -20,6 +20,8 @@ export interface TelegramOptions {
   readonly token: string;
   /** Chat to notify; negative for groups. */
   readonly chatId: number;
+  /** The chat's forum topic (`MESSENGER_TOPIC_ID`), if any: every part goes there. */
+  readonly topicId?: number | undefined;
   /** Limit for each API call, response body included, in milliseconds. */
   readonly timeoutMs: number;
   /** Injected `fetch`, so tests need no network. */
@@ -73,7 +75,7 @@ export async function sendNotification(
   const parts = splitText(text).filter((part) => part.trim() !== "");
   if (parts.length === 0) return { ok: false, error: "empty message" };
   for (const part of parts) {
-    const reply = await sendMessage(options, options.chatId, part);
+    const reply = await sendMessage(options, options.chatId, part, options.topicId);
     if (!reply.ok) {
       const migrate = reply.parameters?.migrate_to_chat_id;
       return {
@@ -88,15 +90,18 @@ export async function sendNotification(
 
 /**
  * One `sendMessage` of plain `text` (no `parse_mode`: markup arrives literally) with link
- * previews off (the messenger must not fetch links a stranger typed). Never throws.
+ * previews off (the messenger must not fetch links a stranger typed), into the forum topic
+ * `topicId` (`message_thread_id`) when one is given. Never throws.
  */
 export function sendMessage(
   options: BotApiOptions,
   chatId: number,
   text: string,
+  topicId?: number,
 ): Promise<BotApiResult> {
   return callBotApi(options, "sendMessage", {
     chat_id: chatId,
+    ...(topicId === undefined ? {} : { message_thread_id: topicId }),
     text,
     link_preview_options: { is_disabled: true },
   });

@@ -13,6 +13,10 @@ export interface NotificationInput {
   readonly contact: string;
   /** The message body; may span many lines. */
   readonly message: string;
+  /** The field the contact came from when it was not `contact` (`email`, `_replyto`). */
+  readonly contactFrom?: string | undefined;
+  /** The form's other fields, single-line, in the order sent (lib/form/fields.ts). */
+  readonly fields?: Readonly<Record<string, string>> | undefined;
   /** Client IP address as the server saw it. */
   readonly ip: string;
   /** Submission time, e.g. `"2026-11-22T14:03:09Z"`. */
@@ -21,6 +25,8 @@ export interface NotificationInput {
   readonly id: string;
   /** Present when the notification comes after the sender was answered: a late delivery. */
   readonly late?: LateDelivery;
+  /** The title of its form of `FORMS` (`FORM_<ID>_TITLE`); absent for the default form. */
+  readonly title?: string | undefined;
 }
 
 /** Why a notification arrives late, for the owner to read. */
@@ -38,8 +44,9 @@ export const MAX_MESSAGE_LENGTH = 4096;
 const MISSING = "—";
 
 /**
- * The header of a notification (no markup: it is sent without `parse_mode`): the id, a line on a
- * late delivery, then who, from where, when.
+ * The header of a notification (no markup: it is sent without `parse_mode`): the id, the form's
+ * title (a form of `FORMS`), a line on a late delivery, the form's `subject` field if it sent one, then who (the contact labelled with
+ * the field it came from when that was not `contact`), from where, when.
  *
  * @example
  * ```ts
@@ -50,9 +57,13 @@ const MISSING = "—";
 export function formatHeader(input: NotificationInput, part = ""): string {
   return [
     `New contact message #${input.id}${part}`,
+    ...(input.title === undefined ? [] : [`Form: ${headerValue(input.title)}`]),
     ...(input.late === undefined ? [] : [lateLine(input.late)]),
+    ..._subjectOf(input.fields).map(([, value]) => `Subject: ${headerValue(value)}`),
     `From: ${headerValue(input.name)}`,
-    `Contact: ${headerValue(input.contact)}`,
+    `Contact${input.contactFrom === undefined ? "" : ` (${input.contactFrom})`}: ${
+      headerValue(input.contact)
+    }`,
     `IP: ${headerValue(input.ip)}`,
     `Time: ${headerValue(input.ts)}`,
   ].join("\n");
@@ -80,6 +91,27 @@ export function refusedNotice(input: NotificationInput, refusal: string): string
   ].join("\n");
 }
 
+/** What starts each line of an extra field: no header line and no part marker starts so. */
+export const FIELD_BULLET = "· ";
+
+/** The form's `subject` field (any case), the first one: it leads the notification. */
+function _subjectOf(fields: Readonly<Record<string, string>> | undefined): [string, string][] {
+  const subject = Object.entries(fields ?? {}).find(([name]) => name.toLowerCase() === "subject");
+  return subject === undefined ? [] : [subject];
+}
+
+/**
+ * The text after the header: the form's other fields (but the subject, which is in the header),
+ * a line each as `· name: value` in the order sent, a blank line, then the message.
+ */
+export function notificationBody(input: NotificationInput): string {
+  const subject = _subjectOf(input.fields)[0]?.[0];
+  const lines = Object.entries(input.fields ?? {})
+    .filter(([name]) => name !== subject)
+    .map(([name, value]) => `${FIELD_BULLET}${headerValue(name)}: ${headerValue(value)}`);
+  return lines.length === 0 ? input.message : `${lines.join("\n")}\n\n${input.message}`;
+}
+
 function lateLine(late: LateDelivery): string {
   const why = late.firstError === null
     ? "it waited in the queue"
@@ -92,7 +124,8 @@ function lateLine(late: LateDelivery): string {
 
 /**
  * The notification as the messages to send, in order, each within {@linkcode MAX_MESSAGE_LENGTH}:
- * the header, a blank line and the message; a message too long for one goes on in further parts,
+ * the header, a blank line and the body ({@linkcode notificationBody}: the form's other fields,
+ * then the message); a body too long for one goes on in further parts,
  * each starting with `(k/n) #id` on a line of its own, so no part ever starts with text the sender
  * wrote (a crafted message cannot pass for a second notification). The first part's header then
  * ends in ` (1/n)`.
@@ -101,8 +134,9 @@ export function notificationParts(input: NotificationInput): string[] {
   // Room for the longest marker: "(99/99) #" + id + newline, and " (99/99)" in the header.
   const marker = 9 + input.id.length + 1;
   const header = formatHeader(input, " (99/99)");
-  const first = splitText(input.message, Math.max(2, MAX_MESSAGE_LENGTH - header.length - 2))[0]!;
-  const rest = splitText(input.message.slice(first.length), MAX_MESSAGE_LENGTH - marker);
+  const body = notificationBody(input);
+  const first = splitText(body, Math.max(2, MAX_MESSAGE_LENGTH - header.length - 2))[0]!;
+  const rest = splitText(body.slice(first.length), MAX_MESSAGE_LENGTH - marker);
   const total = 1 + rest.length;
   const count = total === 1 ? "" : ` (1/${total})`;
   return [

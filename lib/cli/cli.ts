@@ -5,7 +5,13 @@
  * @module
  */
 import { parseArgs as parseNodeArgs } from "node:util";
-import { DEFAULTS, SETTING_NAMES, type SettingName } from "../config/config.ts";
+import {
+  DEFAULTS,
+  FORM_ID,
+  type FormSettingName,
+  SETTING_NAMES,
+  type SettingName,
+} from "../config/config.ts";
 import {
   chatIdCommand,
   checkCommand,
@@ -14,6 +20,10 @@ import {
   sendTestCommand,
 } from "./commands.ts";
 import { BUILD_SETTINGS } from "../config/permissions.ts";
+import { exportCommand, type ExportOptions } from "./export_command.ts";
+import { forgetCommand, type ForgetOptions } from "./forget_command.ts";
+import { FORGET_KINDS, parseForgetMatch } from "../storage/erasure.ts";
+import { DEFAULT_FORM, EXPORT_FORMATS, type ExportFormat, parseSince } from "../storage/export.ts";
 import {
   envFileNotes,
   mergeSettings,
@@ -46,15 +56,27 @@ export const COMMANDS = {
   "chat-id": "list the chats that wrote to the bot (id, type, name): finds MESSENGER_CHAT_ID",
   "send-test": "send one test notification to MESSENGER_CHAT_ID and report the result",
   pending: "list undelivered messages (id, received, attempts, last error); --with-text adds them",
+  export: "print the backup file's records (read only): --since DATE, --form ID, --format csv",
+  forget: "remove every trace of submissions: --id ID, --contact TEXT or --address IP; --dry-run",
 } as const;
 
 /** One of {@linkcode COMMANDS}. */
 export type CommandName = keyof typeof COMMANDS;
 
+/** The help lines of a form's own settings (`FORM_<ID>_*`, lib/config/config.ts). */
+const FORM_SETTING_HELP = [
+  "  FORM_<ID>_CHAT_ID          its chat (else MESSENGER_CHAT_ID)",
+  "  FORM_<ID>_TOPIC_ID         its forum topic (else MESSENGER_TOPIC_ID, in the service's chat)",
+  "  FORM_<ID>_ALLOWED_ORIGINS  origins whose pages may post to it (else ALLOWED_ORIGINS)",
+  "  FORM_<ID>_TITLE            shown in its notifications' header (else the id)",
+];
+
 /** One line of help per setting; a new setting does not compile without one. */
 const SETTING_HELP: Record<SettingName, string> = {
   MESSENGER_BOT_TOKEN: "bot credential from @BotFather, <digits>:<chars>; never printed",
   MESSENGER_CHAT_ID: "chat that receives notifications; negative for groups",
+  MESSENGER_TOPIC_ID: "forum topic of that chat (message_thread_id); unset: none or General",
+  FORMS: "extra forms (comma list of ids: a-z, 0-9, -), each at POST /api/contact/<id>",
   MESSAGES_FILE: "backup file, relative to the working directory",
   HOST: "listen address",
   PORT: "listen port",
@@ -64,6 +86,7 @@ const SETTING_HELP: Record<SettingName, string> = {
   MESSENGER_TIMEOUT_MS: "time limit of one Bot API call, 100 to 120000 ms",
   DELIVERY_WAIT_MS: "how long a sender waits for delivery before 502 'saved', 1000 to 30000 ms",
   DELIVERY_MAX_AGE: "undelivered messages older than this are given up: 90m, 36h, 7d (1m-365d)",
+  RETENTION: "records older than this are removed, at start then daily: 90d (unset: kept)",
   ALLOWED_ORIGINS: "origins (comma list) whose pages may post: CORS, Origin check, redirects",
   SERVE_EXAMPLE:
     "1 serves examples/contact.html at / for trying contactd out (not in the binary; CHALLENGE=none)",
@@ -73,6 +96,12 @@ const SETTING_HELP: Record<SettingName, string> = {
     "altcha: HMAC key, >= 32 bytes: 43+ base64 or 64+ hex chars; turnstile: secret key; never printed",
   TURNSTILE_VERIFY_URL: "Turnstile siteverify URL (CHALLENGE=turnstile)",
 };
+
+/** What `export` gives up before it reads: it writes nothing and calls nothing. */
+export const READ_ONLY_REVOKED = ["write", "net", "run"] as const;
+
+/** What `forget` gives up before it starts: it touches contactd's own files, nothing else. */
+export const OWN_FILES_REVOKED = ["net", "run"] as const;
 
 /** What the command line asked for. */
 export type Invocation =
@@ -86,6 +115,10 @@ export type Invocation =
     readonly envFile?: string;
     /** `pending --with-text`: show the messages themselves. */
     readonly withText?: boolean;
+    /** `export`'s options. */
+    readonly export?: ExportOptions;
+    /** `forget`'s options. */
+    readonly forget?: ForgetOptions;
     readonly builtDefaults?: BuiltDefaults;
     /** `--stop-on-stdin-eof`: see {@linkcode ServeOptions}. */
     readonly stopOnStdinEof?: boolean;
@@ -114,6 +147,13 @@ export function parseCommandLine(args: readonly string[]): Invocation {
       options: {
         "env-file": { type: "string" },
         "with-text": { type: "boolean" },
+        since: { type: "string" },
+        form: { type: "string" },
+        format: { type: "string" },
+        id: { type: "string" },
+        contact: { type: "string" },
+        address: { type: "string" },
+        "dry-run": { type: "boolean" },
         "stop-on-stdin-eof": { type: "boolean" },
         [LAUNCHED_BY_TASK_FLAG.slice(2)]: { type: "boolean" },
         [BUILT_DEFAULT_FLAG.slice(2)]: { type: "string", multiple: true },
@@ -138,15 +178,70 @@ export function parseCommandLine(args: readonly string[]): Invocation {
   if (envFile === "") throw new UsageError("--env-file needs a path");
   const withText = parsed.values["with-text"] === true;
   if (withText && command !== "pending") throw new UsageError("--with-text is for pending only");
+  const exported = _exportOptions(command, parsed.values);
+  const forget = _forgetOptions(command, parsed.values);
   return {
     kind: "run",
     ...viaTask,
     command: command as CommandName,
     ...(envFile === undefined ? {} : { envFile }),
     ...(withText ? { withText } : {}),
+    ...(exported === undefined ? {} : { export: exported }),
+    ...(forget === undefined ? {} : { forget }),
     ...built,
     ...(parsed.values["stop-on-stdin-eof"] === true ? { stopOnStdinEof: true } : {}),
   };
+}
+
+/** `export`'s options checked, or `undefined` for another command (which may not take them). */
+function _exportOptions(
+  command: string,
+  values: { since?: string; form?: string; format?: string },
+): ExportOptions | undefined {
+  const given = (["since", "form", "format"] as const).filter((name) => values[name] !== undefined);
+  if (command !== "export") {
+    if (given.length > 0) throw new UsageError(`--${given[0]} is for export only`);
+    return undefined;
+  }
+  const since = values.since === undefined ? undefined : parseSince(values.since);
+  if (values.since !== undefined && since === undefined) {
+    throw new UsageError(
+      "--since takes a date (2026-11-01) or a time with its zone (2026-11-01T09:30:00Z)",
+    );
+  }
+  if (values.form !== undefined && !FORM_ID.test(values.form)) {
+    throw new UsageError(
+      `--form takes a form id (lowercase letters, digits, -; ${DEFAULT_FORM}: the default form)`,
+    );
+  }
+  const format = values.format ?? EXPORT_FORMATS[0];
+  if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
+    throw new UsageError(`--format takes ${EXPORT_FORMATS.join(" or ")}`);
+  }
+  return {
+    format: format as ExportFormat,
+    ...(since === undefined ? {} : { since }),
+    ...(values.form === undefined ? {} : { form: values.form }),
+  };
+}
+
+/** `forget`'s options checked: exactly one match; `undefined` for another command. */
+function _forgetOptions(
+  command: string,
+  values: { id?: string; contact?: string; address?: string; "dry-run"?: boolean },
+): ForgetOptions | undefined {
+  const given = FORGET_KINDS.filter((kind) => values[kind] !== undefined);
+  if (command !== "forget") {
+    if (given.length > 0) throw new UsageError(`--${given[0]} is for forget only`);
+    if (values["dry-run"] === true) throw new UsageError("--dry-run is for forget only");
+    return undefined;
+  }
+  if (given.length !== 1) {
+    throw new UsageError("forget takes one of --id ID, --contact TEXT or --address IP");
+  }
+  const match = parseForgetMatch(given[0]!, values[given[0]!]!);
+  if ("error" in match) throw new UsageError(match.error);
+  return { match, dryRun: values["dry-run"] === true };
 }
 
 function parseBuiltDefaults(values: unknown): BuiltDefaults {
@@ -191,11 +286,15 @@ export function helpText(
     ? [
       "Usage: deno task contactd [command]      (settings: .env in the checkout, then the",
       "       deno task contactd pending [--with-text]          environment, which wins)",
+      "       deno task contactd export [--since DATE] [--form ID] [--format jsonl|csv]",
+      "       deno task contactd forget --id ID | --contact TEXT | --address IP [--dry-run]",
       "       deno task contactd --help | --version",
     ]
     : [
       "Usage: contactd [command] [--env-file PATH]",
       "       contactd pending [--with-text] [--env-file PATH]",
+      "       contactd export [--since DATE] [--form ID] [--format jsonl|csv] [--env-file PATH]",
+      "       contactd forget --id ID | --contact TEXT | --address IP [--dry-run] [--env-file PATH]",
       "       contactd --help | --version",
     ];
   return [
@@ -210,6 +309,13 @@ export function helpText(
     ...(viaTask ? [] : [
       "  --env-file PATH      also read settings from PATH (KEY=value lines); the environment wins",
     ]),
+    "  --since DATE         export: records from then on (2026-11-01 is midnight UTC; or a time+zone)",
+    "  --form ID            export: one form's records (default: the default form's, no form key)",
+    "  --format jsonl|csv   export: the JSON lines as stored (default), or CSV (formulas neutralised)",
+    "  --id ID              forget: the submission of that #id (the chat shows it)",
+    "  --contact TEXT       forget: every submission with that contact (any letter case)",
+    "  --address IP         forget: every submission from that address (any written form of it)",
+    "  --dry-run            forget: print what would go, change nothing",
     "  --stop-on-stdin-eof  stop serving when standard input ends (deno task start passes it)",
     "  --launched-by-task   run by deno task contactd, which reads .env (it passes this)",
     "  --built-default N=V  a default baked in by deno task compile; env file and environment win",
@@ -224,6 +330,9 @@ export function helpText(
       return `  ${name.padEnd(width)}  ${SETTING_HELP[name]}${fallback}`;
     }),
     "",
+    "Each form of FORMS (<ID>: its id upper-cased, - as _; unset ones fall back to the above):",
+    ...FORM_SETTING_HELP,
+    "",
   ].join("\n");
 }
 
@@ -231,12 +340,19 @@ export function helpText(
 export interface CliIo extends CommandIo {
   readonly version: string;
   /** Reads one process environment variable (only setting names are asked for). */
-  readonly env: (name: SettingName) => string | undefined;
+  readonly env: (name: SettingName | FormSettingName) => string | undefined;
   readonly readTextFile: (path: string) => Promise<string>;
   /** The permission bits of a file (`null` where the system has none); absent: not checked. */
   readonly fileMode?: (path: string) => Promise<number | null>;
   /** Runs the service until it stops; returns the exit code. */
   readonly serve: (settings: Settings, options: ServeOptions) => Promise<number>;
+  /**
+   * Gives up a permission for the rest of the process: `export` drops writing and the network
+   * before it reads (a binary carries the service's flags; from a checkout it never had them).
+   */
+  readonly revoke?: (name: "write" | "net" | "run") => void;
+  /** This process's id (`forget` writes it into the lock it takes); absent: 0. */
+  readonly pid?: number;
 }
 
 /** Runs the command line; returns the exit code (2 for a usage error). */
@@ -271,7 +387,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     }
   }
   const settings = withBuiltDefaults(
-    mergeSettings(fromFile, readSettings(io.env)),
+    mergeSettings(fromFile, readSettings(io.env, fromFile.FORMS)),
     invocation.builtDefaults ?? {},
   );
   // Told once, at start: the service's log gets JSON lines, a person at a terminal plain ones.
@@ -294,6 +410,13 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       return await sendTestCommand(settings, io);
     case "pending":
       return await pendingCommand(settings, io, invocation.withText === true);
+    case "export":
+      for (const name of READ_ONLY_REVOKED) io.revoke?.(name);
+      return await exportCommand(settings, io, invocation.export ?? { format: "jsonl" });
+    case "forget":
+      for (const name of OWN_FILES_REVOKED) io.revoke?.(name);
+      // A usage error otherwise: parseCommandLine requires one match.
+      return await forgetCommand(settings, { ...io, pid: io.pid ?? 0 }, invocation.forget!);
   }
 }
 

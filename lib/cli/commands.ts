@@ -7,7 +7,7 @@
  * @module
  */
 import { formatTimestamp } from "../common/timestamp.ts";
-import { type Config, ConfigError, parseConfig } from "../config/config.ts";
+import { type Config, ConfigError, formSettingName, parseConfig } from "../config/config.ts";
 import { type NeededPermission, netAddress, permissionGaps } from "../config/permissions.ts";
 import type { Settings } from "../config/settings.ts";
 import { isRecord } from "../common/json.ts";
@@ -47,13 +47,17 @@ export interface CommandIo {
 }
 
 /** A command's failure: the one line it exits with. */
-class CommandFailure extends Error {}
+export class CommandFailure extends Error {}
 
-type Command = (settings: Settings, io: CommandIo) => Promise<void>;
+/** A command's body: throws {@linkcode CommandFailure} to fail in one line. */
+export type Command<Io extends CommandIo = CommandIo> = (
+  settings: Settings,
+  io: Io,
+) => Promise<void>;
 
 /** Runs `command`, turning its {@linkcode CommandFailure} into one stderr line and exit 1. */
-function run(name: string, command: Command) {
-  return async (settings: Settings, io: CommandIo): Promise<number> => {
+export function run<Io extends CommandIo = CommandIo>(name: string, command: Command<Io>) {
+  return async (settings: Settings, io: Io): Promise<number> => {
     try {
       await command(settings, io);
       return 0;
@@ -112,24 +116,63 @@ export const checkCommand = run("check", async (settings, io) => {
   }
   io.out(`bot: @${printable(bot.username)} (id ${bot.id})`);
   const chatId = chatIdOf(config);
-  if (chatId === bot.id) {
+  const topicId = config.messenger?.topicId;
+  const chat = await _checkChat(options, bot.id, chatId, topicId, {
+    chat: "MESSENGER_CHAT_ID",
+    topic: "MESSENGER_TOPIC_ID",
+  });
+  io.out(`chat: ${chat}`);
+  // The Bot API cannot look a topic up: only a post (send-test) shows that it still exists.
+  if (topicId !== undefined) {
+    io.out(`topic: ${topicId} (in a forum; contactd send-test posts into it)`);
+  }
+  // Every form of FORMS, each chat and topic checked the same way.
+  for (const form of config.forms) {
+    const formChat = form.chatId ?? chatId;
+    await _checkChat(options, bot.id, formChat, form.topicId, {
+      chat: formSettingName(form.id, "CHAT_ID"),
+      topic: formSettingName(form.id, "TOPIC_ID"),
+    });
+    const topic = form.topicId === undefined ? "" : `, topic ${form.topicId}`;
+    io.out(
+      `form ${form.id}: POST /api/contact/${form.id} to chat ${formChat}${topic} ` +
+        `("${printable(form.title)}")`,
+    );
+  }
+  io.out("ok: ready to deliver");
+});
+
+/**
+ * Checks that `chatId` is reachable (`getChat`) and, with a topic, that it has forum topics;
+ * returns its description, or throws {@linkcode CommandFailure} naming the setting to change.
+ */
+async function _checkChat(
+  options: BotApiOptions,
+  botId: number,
+  chatId: number,
+  topicId: number | undefined,
+  names: { readonly chat: string; readonly topic: string },
+): Promise<string> {
+  if (chatId === botId) {
     throw new CommandFailure(`chat ${chatId} is the bot itself; use the id of a person or group`);
   }
   const chat = await callBotApi(options, "getChat", { chat_id: chatId });
   if (!chat.ok) {
     const migrated = chat.parameters?.migrate_to_chat_id;
     if (migrated !== undefined) {
-      throw new CommandFailure(
-        `chat ${chatId} became a supergroup: set MESSENGER_CHAT_ID=${migrated}`,
-      );
+      throw new CommandFailure(`chat ${chatId} became a supergroup: set ${names.chat}=${migrated}`);
     }
     throw new CommandFailure(
       `chat ${chatId} is not reachable: ${chat.error} (message the bot from that chat first)`,
     );
   }
-  io.out(`chat: ${describeChat(chat.result, chatId)}`);
-  io.out("ok: ready to deliver");
-});
+  if (topicId !== undefined && !(isRecord(chat.result) && chat.result.is_forum === true)) {
+    throw new CommandFailure(
+      `chat ${chatId} has no forum topics: unset ${names.topic} (now ${topicId})`,
+    );
+  }
+  return describeChat(chat.result, chatId);
+}
 
 /** `contactd chat-id`: the chats that wrote to the bot recently, from `getUpdates`. */
 export const chatIdCommand = run("chat-id", async (settings, io) => {
@@ -165,7 +208,8 @@ export const sendTestCommand = run("send-test", async (settings, io) => {
   const chatId = chatIdOf(config);
   const text = `contactd test notification\nTime: ${formatTimestamp(io.now())}\n\n` +
     "If you can read this, contact form messages will arrive here.";
-  const result = await sendNotification({ ...options, chatId }, text);
+  const topicId = config.messenger?.topicId; // MESSENGER_TOPIC_ID: the test goes to the topic too
+  const result = await sendNotification({ ...options, chatId, topicId }, text);
   if (!result.ok) {
     const migrated = result.migrateToChatId === undefined
       ? ""
@@ -201,7 +245,12 @@ export const pendingCommand = (settings: Settings, io: CommandIo, withText: bool
       ? undefined
       : `damaged: ${index.skipped} line(s) of ${path} skipped, ${aside} kept aside in ${kept}`;
     if (pending.length === 0) {
-      io.out(`nothing pending: every message in ${path} was delivered`);
+      // Delivered or given up (too old, or refused by Telegram even as a notice): the log's
+      // delivery_given_up lines name those, and their records are in the backup file.
+      io.out(
+        `nothing pending in ${path}: every message was delivered or given up ` +
+          "(delivery_given_up in the log names those; their records are in the backup file)",
+      );
       if (damage !== undefined) io.out(damage);
       return;
     }
@@ -226,6 +275,11 @@ export const pendingCommand = (settings: Settings, io: CommandIo, withText: bool
         io.out(`  contact: ${printable(contact || "-")}`);
         io.out(`  ip: ${printable(ip)}`);
         io.out(`  message: ${printable(JSON.stringify(message), Infinity)}`);
+        if (next.value.form !== undefined) io.out(`  form: ${printable(next.value.form)}`);
+        // The form's other fields (lib/form/fields.ts), labelled apart from the lines above.
+        for (const [field, value] of Object.entries(next.value.fields ?? {})) {
+          io.out(`  field ${printable(field)}: ${printable(value, Infinity)}`);
+        }
       }
     }
     const oldest = pending[0]!.ts;

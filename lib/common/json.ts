@@ -36,3 +36,15 @@ export function decodeJson(bytes: Uint8Array): JsonResult {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/**
+ * The value of a JSON text, or `undefined` when it is not JSON (JSON has no `undefined`, so it
+ * can only mean that); never throws. For contactd's own files read back.
+ */
+export function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

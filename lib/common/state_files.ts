@@ -20,6 +20,21 @@ export function damagedPath(outbox: string): string {
   return `${outbox}.damaged`;
 }
 
+/** The file a rewrite of the backup file (retention, erasure) writes, then renames over it. */
+export function rewritePath(messagesFile: string): string {
+  return `${messagesFile}.rewrite`;
+}
+
+/** Where `contactd forget` leaves its request for a running service (lib/storage/forget_request.ts). */
+export function forgetRequestPath(messagesFile: string): string {
+  return `${messagesFile}.forget`;
+}
+
+/** Where a running service answers a `contactd forget` request. */
+export function forgetAnswerPath(messagesFile: string): string {
+  return `${messagesFile}.forget.answer`;
+}
+
 /** The lock file one running service holds for `messagesFile` and the files beside it. */
 export function lockPath(messagesFile: string): string {
   return `${messagesFile}.lock`;
@@ -27,7 +42,8 @@ export function lockPath(messagesFile: string): string {
 
 /**
  * Every file the service keeps for `messagesFile`: the backup file, the outbox, its compaction
- * file, its damaged lines, and the lock.
+ * file, its damaged lines, the lock, the backup file's rewrite file, and a `forget` request and
+ * its answer.
  */
 export function stateFiles(messagesFile: string): string[] {
   const outbox = outboxPath(messagesFile);
@@ -37,6 +53,9 @@ export function stateFiles(messagesFile: string): string[] {
     compactionPath(outbox),
     damagedPath(outbox),
     lockPath(messagesFile),
+    rewritePath(messagesFile),
+    forgetRequestPath(messagesFile),
+    forgetAnswerPath(messagesFile),
   ];
 }
 

@@ -19,6 +19,8 @@ export const REAL_IP_HEADERS: readonly RealIpHeader[] = ["x-forwarded-for", "x-r
 export const SETTING_NAMES = [
   "MESSENGER_BOT_TOKEN",
   "MESSENGER_CHAT_ID",
+  "MESSENGER_TOPIC_ID",
+  "FORMS",
   "MESSAGES_FILE",
   "HOST",
   "PORT",
@@ -28,6 +30,7 @@ export const SETTING_NAMES = [
   "MESSENGER_TIMEOUT_MS",
   "DELIVERY_WAIT_MS",
   "DELIVERY_MAX_AGE",
+  "RETENTION",
   "ALLOWED_ORIGINS",
   "SERVE_EXAMPLE",
   "RATE_LIMIT",
@@ -41,6 +44,7 @@ export type SettingName = typeof SETTING_NAMES[number];
 
 /** Default values of the optional settings. */
 export const DEFAULTS = {
+  FORMS: "",
   MESSAGES_FILE: "messages.jsonl",
   HOST: "127.0.0.1",
   PORT: "8787",
@@ -50,6 +54,7 @@ export const DEFAULTS = {
   MESSENGER_TIMEOUT_MS: "10000",
   DELIVERY_WAIT_MS: "10000",
   DELIVERY_MAX_AGE: "7d",
+  RETENTION: "",
   ALLOWED_ORIGINS: "",
   SERVE_EXAMPLE: "0",
   RATE_LIMIT: "5/60s",
@@ -83,7 +88,57 @@ export interface Messenger {
   readonly token: string;
   /** Numeric chat id; negative for groups. */
   readonly chatId: number;
+  /** `MESSENGER_TOPIC_ID`: the forum topic of the chat (`message_thread_id`); absent: none. */
+  readonly topicId?: number;
 }
+
+/** The General topic's id: Telegram refuses it as `message_thread_id` (leave the topic unset). */
+export const GENERAL_TOPIC_ID = 1;
+
+/** A form id of `FORMS`: lowercase letters, digits and `-`, 1 to 32, not starting or ending in `-`. */
+export const FORM_ID = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
+
+/** The settings each form of `FORMS` may have, as `FORM_<ID>_<SETTING>`. */
+export const FORM_SETTINGS = ["CHAT_ID", "TOPIC_ID", "ALLOWED_ORIGINS", "TITLE"] as const;
+
+/** A form's own setting, `FORM_<ID>_<SETTING>` (`<ID>` upper-cased, `-` as `_`). */
+export type FormSettingName = `FORM_${string}_${typeof FORM_SETTINGS[number]}`;
+
+/** The name of form `id`'s `setting`: `FORM_<ID>_<SETTING>`, `<ID>` upper-cased with `-` as `_`. */
+export function formSettingName(
+  id: string,
+  setting: typeof FORM_SETTINGS[number],
+): FormSettingName {
+  return `FORM_${id.toUpperCase().replaceAll("-", "_")}_${setting}`;
+}
+
+/**
+ * The `FORM_<ID>_*` names of the well-formed ids in a `FORMS` value (for reading them from the
+ * environment and env files; {@linkcode parseConfig} refuses a malformed id).
+ */
+export function formSettingNames(forms: string | undefined): FormSettingName[] {
+  const ids = (forms ?? "").split(",").map((id) => id.trim()).filter((id) => FORM_ID.test(id));
+  return ids.flatMap((id) => FORM_SETTINGS.map((setting) => formSettingName(id, setting)));
+}
+
+/** A form of `FORMS`, served at `POST /api/contact/<id>`, its settings resolved. */
+export interface FormConfig {
+  readonly id: string;
+  /** `FORM_<ID>_CHAT_ID`, else `MESSENGER_CHAT_ID`; `undefined` when neither is set. */
+  readonly chatId: number | undefined;
+  /**
+   * `FORM_<ID>_TOPIC_ID`; else, for a form in the service's chat, `MESSENGER_TOPIC_ID` (a topic
+   * belongs to its chat: a form with a chat of its own has no topic unless it names one).
+   */
+  readonly topicId?: number;
+  /** `FORM_<ID>_ALLOWED_ORIGINS`, else `ALLOWED_ORIGINS`. */
+  readonly allowedOrigins: readonly string[];
+  /** `FORM_<ID>_TITLE`, else the id: shown in its notifications' header. */
+  readonly title: string;
+}
+
+/** The longest `FORM_<ID>_TITLE`, in characters. */
+export const FORM_TITLE_MAX = 100;
 
 /** Validated configuration. */
 export interface Config {
@@ -105,6 +160,11 @@ export interface Config {
   /** Undelivered submissions older than this are given up. */
   readonly deliveryMaxAgeMs: number;
   /**
+   * `RETENTION`: records (and what else contactd keeps of a submission) older than this are
+   * removed, at start and daily (lib/storage/retention.ts); `undefined`: kept for ever.
+   */
+  readonly retentionMs: number | undefined;
+  /**
    * Origins (`scheme://host[:port]`) allowed to post from other sites; empty means no CORS and
    * no `Origin` check.
    */
@@ -115,14 +175,16 @@ export interface Config {
   readonly rateLimit: RateLimit;
   /** `CHALLENGE`, `CHALLENGE_SECRET`, `TURNSTILE_VERIFY_URL`. */
   readonly challenge: ChallengeConfig;
+  /** `FORMS`: the extra forms, in the order named (`POST /api/contact` is the default form). */
+  readonly forms: readonly FormConfig[];
 }
 
 /** A setting that is present but malformed. The message names the setting and fits one line. */
 export class ConfigError extends Error {
   /** The offending setting. */
-  readonly setting: SettingName;
+  readonly setting: SettingName | FormSettingName;
   /** Builds the error for `setting`. */
-  constructor(setting: SettingName, message: string) {
+  constructor(setting: SettingName | FormSettingName, message: string) {
     super(message);
     this.name = "ConfigError";
     this.setting = setting;
@@ -139,6 +201,32 @@ const SWALLOWED_LINE = new RegExp(
   `\\s[A-Z_][A-Z0-9_]*=|(?:^|[^A-Z_])(?:${SETTING_NAMES.join("|")})=`,
 );
 const INTEGER = /^-?\d{1,16}$/;
+
+/**
+ * `MESSENGER_TOPIC_ID`: a forum topic's `message_thread_id`, a positive integer other than the
+ * General topic's ({@linkcode GENERAL_TOPIC_ID}, which Telegram refuses); `undefined` when unset.
+ */
+export function parseTopicId(
+  text: string | undefined,
+  setting: "MESSENGER_TOPIC_ID" | FormSettingName = "MESSENGER_TOPIC_ID",
+): number | undefined {
+  if (text === undefined) return undefined;
+  const id = Number(text);
+  if (!/^\d{1,15}$/.test(text) || !Number.isSafeInteger(id) || id < 1) {
+    throw new ConfigError(
+      setting,
+      `"${setting}" must be a forum topic's id, a positive integer`,
+    );
+  }
+  if (id === GENERAL_TOPIC_ID) {
+    throw new ConfigError(
+      setting,
+      `"${setting}"=1 is the General topic, which Telegram refuses as a topic: leave ` +
+        "it unset to post to General",
+    );
+  }
+  return id;
+}
 
 /**
  * Validates settings. Unset or empty values take their defaults; unset token or chat id
@@ -178,6 +266,7 @@ export function parseConfig(
   ) {
     throw new ConfigError("MESSENGER_CHAT_ID", `"MESSENGER_CHAT_ID" must be a non-zero integer`);
   }
+  const topicId = parseTopicId(get("MESSENGER_TOPIC_ID"));
 
   const portText = get("PORT") ?? DEFAULTS.PORT;
   const port = Number(portText);
@@ -212,8 +301,14 @@ export function parseConfig(
     );
   }
 
+  const deliveryMaxAgeMs = parseDuration(
+    "DELIVERY_MAX_AGE",
+    get("DELIVERY_MAX_AGE") ?? DEFAULTS.DELIVERY_MAX_AGE,
+  );
   return {
-    messenger: token !== undefined && chatId !== undefined ? { token, chatId } : undefined,
+    messenger: token !== undefined && chatId !== undefined
+      ? { token, chatId, ...(topicId === undefined ? {} : { topicId }) }
+      : undefined,
     messagesFile,
     host,
     port,
@@ -233,14 +328,83 @@ export function parseConfig(
       1000,
       30_000,
     ),
-    deliveryMaxAgeMs: parseDuration(
-      "DELIVERY_MAX_AGE",
-      get("DELIVERY_MAX_AGE") ?? DEFAULTS.DELIVERY_MAX_AGE,
-    ),
+    deliveryMaxAgeMs,
+    retentionMs: parseRetention(get("RETENTION"), deliveryMaxAgeMs),
     allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
     serveExample,
     rateLimit: parseRateLimit(get("RATE_LIMIT") ?? DEFAULTS.RATE_LIMIT),
+    forms: parseForms(get("FORMS") ?? DEFAULTS.FORMS, (name) => {
+      const value = env[name]?.trim();
+      return value === "" ? undefined : value;
+    }, {
+      chatId,
+      topicId,
+      allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
+    }),
   };
+}
+
+/**
+ * `FORMS` and each form's `FORM_<ID>_*` settings; an unset one falls back to the service's
+ * ({@linkcode FormConfig}). A malformed or repeated id, or a malformed form setting, throws
+ * {@linkcode ConfigError} naming it.
+ */
+export function parseForms(
+  forms: string,
+  get: (name: FormSettingName) => string | undefined,
+  base: {
+    readonly chatId: number | undefined;
+    readonly topicId: number | undefined;
+    readonly allowedOrigins: readonly string[];
+  },
+): FormConfig[] {
+  const result: FormConfig[] = [];
+  for (const raw of forms.split(",")) {
+    const id = raw.trim();
+    if (id === "") continue;
+    if (!FORM_ID.test(id)) {
+      throw new ConfigError(
+        "FORMS",
+        `"FORMS" must be a comma list of form ids (lowercase letters, digits and "-", at most ` +
+          `32); item ${result.length + 1} is not one`,
+      );
+    }
+    if (result.some((form) => form.id === id)) {
+      throw new ConfigError("FORMS", `"FORMS" names the form ${id} twice`);
+    }
+    const chatName = formSettingName(id, "CHAT_ID");
+    const chatText = get(chatName);
+    const ownChat = chatText === undefined ? undefined : Number(chatText);
+    if (
+      chatText !== undefined &&
+      (!INTEGER.test(chatText) || !Number.isSafeInteger(ownChat) || ownChat === 0)
+    ) {
+      throw new ConfigError(chatName, `"${chatName}" must be a non-zero integer`);
+    }
+    const topicId =
+      parseTopicId(get(formSettingName(id, "TOPIC_ID")), formSettingName(id, "TOPIC_ID")) ??
+        (ownChat === undefined ? base.topicId : undefined);
+    const originsName = formSettingName(id, "ALLOWED_ORIGINS");
+    const origins = get(originsName);
+    const titleName = formSettingName(id, "TITLE");
+    const title = get(titleName) ?? id;
+    if ([...title].length > FORM_TITLE_MAX || /[\p{Cc}\u2028\u2029]/u.test(title)) {
+      throw new ConfigError(
+        titleName,
+        `"${titleName}" must be one line of at most ${FORM_TITLE_MAX} characters`,
+      );
+    }
+    result.push({
+      id,
+      chatId: ownChat ?? base.chatId,
+      ...(topicId === undefined ? {} : { topicId }),
+      allowedOrigins: origins === undefined
+        ? base.allowedOrigins
+        : parseAllowedOrigins(origins, originsName),
+      title,
+    });
+  }
+  return result;
 }
 
 /** Options of {@linkcode parseConfig}. */
@@ -313,9 +477,12 @@ function parseSwitch(name: SettingName, text: string): boolean {
  * A comma list of origins such as `https://example.org,https://www.example.org:8443`, each
  * normalised to what browsers send in `Origin` (lower-case host, no default port, no slash).
  */
-function parseAllowedOrigins(text: string): string[] {
+function parseAllowedOrigins(
+  text: string,
+  setting: "ALLOWED_ORIGINS" | FormSettingName = "ALLOWED_ORIGINS",
+): string[] {
   const origins = parseCommaList(
-    "ALLOWED_ORIGINS",
+    setting,
     text,
     parseOrigin,
     "origins like https://example.org",
@@ -393,6 +560,34 @@ function parseDuration(setting: SettingName, text: string): number {
   return ms;
 }
 
+/** The longest `RETENTION`: 100 years, in days. */
+const MAX_RETENTION_DAYS = 36_500;
+
+/**
+ * `RETENTION`: unset keeps everything; else a number of days or hours (`90d`, `48h`), at least
+ * `DELIVERY_MAX_AGE` (a message still being delivered is not removed from under its delivery).
+ */
+function parseRetention(text: string | undefined, deliveryMaxAgeMs: number): number | undefined {
+  if (text === undefined) return undefined;
+  const match = /^(\d{1,6})([hd])$/.exec(text);
+  const ms = match === null ? NaN : Number(match[1]) * UNITS[match[2]!]!;
+  if (!(ms >= 3_600_000 && ms <= MAX_RETENTION_DAYS * 86_400_000)) {
+    throw new ConfigError(
+      "RETENTION",
+      `"RETENTION" must be a number with h or d (hours, days: 90d), from 1h to ` +
+        `${MAX_RETENTION_DAYS}d, or unset to keep every record`,
+    );
+  }
+  if (ms < deliveryMaxAgeMs) {
+    throw new ConfigError(
+      "RETENTION",
+      `"RETENTION" must be at least "DELIVERY_MAX_AGE" (a message is kept while it may still ` +
+        "be delivered): raise it, or lower DELIVERY_MAX_AGE",
+    );
+  }
+  return ms;
+}
+
 const RATE_UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000 };
 
 /**
@@ -433,7 +628,7 @@ function parseRealIpHeader(text: string): RealIpHeader {
 
 /** Parses each non-blank item of a comma list; the first one `parse` refuses stops start-up. */
 function parseCommaList<T>(
-  setting: SettingName,
+  setting: SettingName | FormSettingName,
   text: string,
   parse: (item: string) => T | undefined,
   expected: string,

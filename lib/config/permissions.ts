@@ -94,7 +94,39 @@ export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}
       ])
     }`,
     `--allow-write=${list(stateFiles(config.messagesFile))}`,
-    `--allow-env=${SETTING_NAMES.join(",")}`,
+    `--allow-env=${ENV_NAMES}`,
+  ];
+}
+
+/**
+ * The variables contactd may read: every setting, and the forms' own `FORM_<ID>_*` as one prefix
+ * (Deno takes a trailing `*` in `--allow-env` as any name with that prefix).
+ */
+export const ENV_NAMES = `${SETTING_NAMES.join(",")},FORM_*`;
+
+/**
+ * The flags of `contactd export` run from a checkout: read the backup file and the settings,
+ * nothing else (no write, no network, not even the outbox beside it).
+ */
+export function exportFlags(config: Pick<PermissionInputs, "messagesFile">): string[] {
+  return [
+    "--no-prompt",
+    `--allow-read=${list([config.messagesFile])}`,
+    `--allow-env=${ENV_NAMES}`,
+  ];
+}
+
+/**
+ * The flags of `contactd forget` run from a checkout: read and write contactd's own files beside
+ * `MESSAGES_FILE` (and read their directory, synced after a rename), read the settings; no
+ * network, nothing else.
+ */
+export function forgetFlags(config: Pick<PermissionInputs, "messagesFile">): string[] {
+  return [
+    "--no-prompt",
+    `--allow-read=${list([...stateFiles(config.messagesFile), directoryOf(config.messagesFile)])}`,
+    `--allow-write=${list(stateFiles(config.messagesFile))}`,
+    `--allow-env=${ENV_NAMES}`,
   ];
 }
 
@@ -186,7 +218,7 @@ export function permissionLine(error: unknown): string | undefined {
     const refused = _refusal(error);
     const kind = match?.[1];
     const grant = kind === "env"
-      ? `--allow-env=${SETTING_NAMES.join(",")}`
+      ? `--allow-env=${ENV_NAMES}`
       : kind === undefined
       ? "the permission it names"
       : `--allow-${kind}${match?.[2] ? `=${match[2]}` : ""}`;

@@ -7,11 +7,17 @@
  * @module
  */
 import { parseEnv } from "node:util";
-import { SETTING_NAMES, type SettingName } from "./config.ts";
+import {
+  FORM_SETTINGS,
+  type FormSettingName,
+  formSettingNames,
+  SETTING_NAMES,
+  type SettingName,
+} from "./config.ts";
 import type { LogFields } from "../log/logger.ts";
 
-/** Raw setting values by name; absent when unset. */
-export type Settings = Partial<Record<SettingName, string>>;
+/** Raw setting values by name (the forms' own `FORM_<ID>_*` too); absent when unset. */
+export type Settings = Partial<Record<SettingName | FormSettingName, string>>;
 
 /** Merges settings: a value in the process environment wins over the same key in the file. */
 export function mergeSettings(
@@ -19,17 +25,33 @@ export function mergeSettings(
   fromProcess: Readonly<Record<string, string | undefined>>,
 ): Settings {
   const merged: Settings = {};
-  for (const name of SETTING_NAMES) {
+  const take = (name: SettingName | FormSettingName) => {
     const value = fromProcess[name] ?? (Object.hasOwn(fromFile, name) ? fromFile[name] : undefined);
     if (value !== undefined) merged[name] = value;
-  }
+  };
+  for (const name of SETTING_NAMES) take(name);
+  // The forms named in the merged FORMS bring their own settings, from either place.
+  for (const name of formSettingNames(merged.FORMS)) take(name);
   return merged;
 }
 
-/** Reads the named settings, and only those (the service may read no other variable). */
-export function readSettings(get: (name: SettingName) => string | undefined): Settings {
+/**
+ * Reads the named settings, and only those (the service may read no other variable): every
+ * setting, and the `FORM_<ID>_*` settings of the forms `FORMS` names here or in `formsElsewhere`
+ * (the env file's `FORMS`).
+ */
+export function readSettings(
+  get: (name: SettingName | FormSettingName) => string | undefined,
+  formsElsewhere?: string,
+): Settings {
   const settings: Settings = {};
   for (const name of SETTING_NAMES) {
+    const value = get(name);
+    if (value !== undefined) settings[name] = value;
+  }
+  // FORM_<ID>_* of the forms named here or in the env file (formsElsewhere).
+  const forms = [settings.FORMS, formsElsewhere].filter((text) => text !== undefined).join(",");
+  for (const name of new Set(formSettingNames(forms))) {
     const value = get(name);
     if (value !== undefined) settings[name] = value;
   }
@@ -70,11 +92,25 @@ const OWN_PREFIX = new RegExp(
 );
 
 /**
+ * Names other Telegram relays use for the same settings (`TELEGRAM_BOT_TOKEN`, `BOT_TOKEN`,
+ * `TOKEN`, `CHAT_ID`, `TELEGRAM_CHAT_ID`, ...), with the setting each means. `FORM_<ID>_...`
+ * names are the forms' own and left out.
+ */
+const LOOKALIKES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^(?!FORM_)(?:[A-Z0-9]+_)*(?:BOT_)?TOKEN$/i, "MESSENGER_BOT_TOKEN"],
+  [/^(?!FORM_)(?:[A-Z0-9]+_)*CHAT_?ID$/i, "MESSENGER_CHAT_ID"],
+];
+
+/** Any form's own setting, `FORM_<ID>_<SETTING>` (lib/config/config.ts). */
+const FORM_SETTING_NAME = new RegExp(`^FORM_[A-Z0-9_]+_(?:${FORM_SETTINGS.join("|")})$`);
+
+/**
  * Reads an env file's text as Node's `parseEnv` does (Deno's `--env-file` format), after
  * dropping a UTF-8 byte-order mark (editors on Windows write one: it would make the first name
  * unknown). Warns, by line number, about a line without `=` and about a name that is not a
- * setting but looks like one: misspelt (`MESSENGER_CHATID`, any case) or with contactd's
- * prefixes; the warning names the closest setting, never the value.
+ * setting but looks like one: misspelt (`MESSENGER_CHATID`, any case), with contactd's
+ * prefixes, or another relay's name for a setting (`TELEGRAM_BOT_TOKEN`, `CHAT_ID`); the warning
+ * names the closest setting, never the value.
  */
 export function parseEnvFile(text: string): EnvFile {
   const clean = text.startsWith("\uFEFF") ? text.slice(1) : text;
@@ -97,7 +133,12 @@ export function parseEnvFile(text: string): EnvFile {
     const [, name, value] = match as unknown as [string, string, string];
     const opening = /^["'`]/.exec(value)?.[0];
     if (opening !== undefined && !value.slice(1).includes(opening)) quote = opening;
-    if (known.includes(name)) continue;
+    if (known.includes(name) || FORM_SETTING_NAME.test(name)) continue;
+    const lookalike = LOOKALIKES.find(([pattern]) => pattern.test(name))?.[1];
+    if (lookalike !== undefined) {
+      warnings.push({ line: index + 1, problem: "unknown_name", name, closest: lookalike });
+      continue;
+    }
     const closest = _closest(name.toUpperCase(), known);
     // A short name is a near miss at one edit (PORTS), a longer one at two or more.
     const near = name.length <= 5 ? 1 : Math.max(2, Math.floor(name.length / 6));

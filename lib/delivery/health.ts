@@ -8,8 +8,10 @@
  *   far (lib/delivery/retry_schedule.ts `outageDelayMs`); from the second failure in a row new
  *   senders are answered at once until then.
  * - **paused**: a failure only the operator can fix (lib/bot/api.ts `failureKind` "settings": the
- *   token, the chat, the bot's place in it). The backlog waits until a send succeeds or contactd
- *   restarts; new submissions still try once each.
+ *   token, the chat, the bot's place in it). The backlog waits, tried once every
+ *   {@linkcode PAUSE_PROBE_MS} (so a fix made without a restart, a bot added back to its group, is
+ *   found by itself), until a send succeeds or contactd restarts; new submissions still try once
+ *   each.
  *
  * Transitions: {@linkcode afterSuccess} (any state to ok) and {@linkcode afterFailure} (ok or
  * outage to outage or paused; paused stays paused). A failure that belongs to one message (its
@@ -20,6 +22,9 @@
  * @module
  */
 import { outageDelayMs } from "./retry_schedule.ts";
+
+/** While paused, the backlog is tried once this often: a fix needs no restart to be seen. */
+export const PAUSE_PROBE_MS = 10 * 60_000;
 
 /** Failed sends in a row that make new senders be answered at once (one may be a blip). */
 export const OUTAGE_AFTER_FAILURES = 2;
@@ -44,6 +49,8 @@ export type DeliveryHealth =
     readonly reason: string;
     /** When it was paused. */
     readonly since: number;
+    /** When the backlog is tried again, to find out whether the operator fixed it. */
+    readonly probeAt: number;
   };
 
 /** What the health endpoint reads of it (`GET /api/health`). */
@@ -75,13 +82,17 @@ export function afterSuccess(_health: DeliveryHealth): DeliveryHealth {
 
 /**
  * A send failed for a reason that is not the message's own nor flood control: a settings problem
- * pauses (a pause lasts until a success, whatever fails meanwhile); anything else starts or
+ * pauses (a pause lasts until a success, whatever fails meanwhile, probed every
+ * {@linkcode PAUSE_PROBE_MS}); anything else starts or
  * extends an outage, backing the backlog off for as long as the outage has lasted.
  */
 export function afterFailure(health: DeliveryHealth, failure: SendFailure): DeliveryHealth {
   const { now, error, settings, random } = failure;
-  if (health.state === "paused") return health;
-  if (settings) return { state: "paused", reason: error, since: now };
+  // A failed probe (or a new submission's try) puts the next probe off; the first reason stays.
+  if (health.state === "paused") return { ...health, probeAt: now + PAUSE_PROBE_MS };
+  if (settings) {
+    return { state: "paused", reason: error, since: now, probeAt: now + PAUSE_PROBE_MS };
+  }
   const since = health.state === "outage" ? health.since : now;
   const failures = health.state === "outage" ? health.failures + 1 : 1;
   return {
@@ -93,10 +104,10 @@ export function afterFailure(health: DeliveryHealth, failure: SendFailure): Deli
   };
 }
 
-/** When the backlog may be tried again: now (`-Infinity`), after an outage's wait, or never. */
+/** When the backlog may be tried again: now (`-Infinity`), after an outage's wait, or a probe's. */
 export function backlogResumesAt(health: DeliveryHealth): number {
   if (health.state === "ok") return -Infinity;
-  return health.state === "outage" ? health.resumeAt : Infinity;
+  return health.state === "outage" ? health.resumeAt : health.probeAt;
 }
 
 /**

@@ -26,6 +26,7 @@
  *
  * @module
  */
+import { formSettingName } from "../config/config.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { notificationParts, refusedNotice } from "../bot/notification.ts";
 import { type OutboxEntry, OutboxEntryDamaged, type OutboxSubmission } from "../storage/outbox.ts";
@@ -70,12 +71,31 @@ export interface DeliveryClock {
   clearTimer(handle: unknown): void;
 }
 
+/** Where a form's notifications go (a form of `FORMS`, lib/config/config.ts `FormConfig`). */
+export interface Destination {
+  /** The form's id (`FORMS`), for the log. */
+  readonly form: string;
+  readonly chatId: number;
+  /** Its forum topic (`message_thread_id`), if any. */
+  readonly topicId?: number | undefined;
+  /** Shown in the header (`Form: …`). */
+  readonly title: string;
+}
+
 /** What a {@linkcode DeliveryQueue} works with. */
 export interface DeliveryDeps {
-  /** The chat every notification goes to (negative for groups). */
+  /** The default form's chat (negative for groups). */
   readonly chatId: number;
-  /** One `sendMessage` of `text` to the chat (lib/bot/api.ts `sendMessage`). */
-  readonly send: (text: string) => Promise<BotApiResult>;
+  /**
+   * One `sendMessage` of `text` (lib/bot/api.ts `sendMessage`): to the default form's chat and
+   * topic, or to `to`, a form's.
+   */
+  readonly send: (text: string, to?: Destination) => Promise<BotApiResult>;
+  /**
+   * Where the submissions of form `form` go, by its settings now; `undefined` when `FORMS` no
+   * longer names it (it then goes to the default form's chat, with a `form_removed` line).
+   */
+  readonly destination?: (form: string) => Destination | undefined;
   /** The outbox. */
   readonly store: DeliveryStore;
   /** Telegram's limits (lib/delivery/pacer.ts). */
@@ -126,6 +146,8 @@ const STOPPING = "queued: contactd is stopping";
 /** A new submission and its waiting sender. */
 interface CallerJob {
   readonly submission: OutboxSubmission;
+  /** Its form's destination; `undefined`: the default form's. */
+  readonly to: Destination | undefined;
   /** In the outbox (redelivered if it fails); otherwise it is tried once and forgotten. */
   readonly durable: boolean;
   readonly parts: readonly string[];
@@ -138,6 +160,7 @@ interface CallerJob {
 interface Progress {
   readonly parts: readonly string[];
   sent: number;
+  readonly to: Destination | undefined;
 }
 
 /** What to send next, or until when there is nothing to send. */
@@ -159,6 +182,8 @@ export class DeliveryQueue {
   readonly #ages: EntryAges;
   #health: DeliveryHealth = HEALTHY;
   #inFlight: string | undefined;
+  /** The destination of the last send (a form's), for the lines about its failure. */
+  #lastTo: Destination | undefined;
   #callerStreak = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -191,11 +216,13 @@ export class DeliveryQueue {
     if (this.#closed) return Promise.resolve({ ok: false, error: STOPPING });
     const { clock, waitMs } = this.#deps;
     const now = clock.now();
+    const to = this.#destinationOf(submission);
     return new Promise<DeliveryOutcome>((resolve) => {
       const job: CallerJob = {
         submission,
+        to,
         durable,
-        parts: notificationParts(submission),
+        parts: notificationParts({ ...submission, title: to?.title }),
         sent: 0,
         deadline: now + waitMs,
         waiter: new Waiter(resolve),
@@ -255,7 +282,7 @@ export class DeliveryQueue {
   }
 
   async #run(): Promise<void> {
-    const { clock, pacer, chatId, log } = this.#deps;
+    const { clock, pacer, log } = this.#deps;
     while (!this.#closed) {
       try {
         const now = clock.now();
@@ -264,7 +291,8 @@ export class DeliveryQueue {
           await this.#sleep(next.until);
           continue;
         }
-        const ready = pacer.readyAt(chatId, now);
+        // Pacing is per chat: the next send's (forms that share a chat share its pace).
+        const ready = pacer.readyAt(this.#chatOfNext(next), now);
         if (ready > now) {
           await this.#sleep(ready);
           continue;
@@ -313,7 +341,7 @@ export class DeliveryQueue {
 
   async #sendCaller(job: CallerJob): Promise<void> {
     const { id } = job.submission;
-    const result = await this.#sendPart(id, job.parts[job.sent]!);
+    const result = await this.#sendPart(id, job.parts[job.sent]!, job.to);
     if (result.ok) {
       job.sent++;
       if (job.sent < job.parts.length) {
@@ -343,7 +371,9 @@ export class DeliveryQueue {
       return;
     }
     if (kind === "message") this.#refused.set(id, result.error);
-    else if (job.sent > 0) this.#progress.set(id, { parts: job.parts, sent: job.sent });
+    else if (job.sent > 0) {
+      this.#progress.set(id, { parts: job.parts, sent: job.sent, to: job.to });
+    }
     await this.#failed(id, result, 1);
   }
 
@@ -388,8 +418,10 @@ export class DeliveryQueue {
         });
         return;
       }
+      const to = this.#destinationOf(submission);
       const input = {
         ...submission,
+        title: to?.title,
         // No status yet: its sender was answered by this run (502), the record is on its way.
         late: {
           firstError: entry.firstError,
@@ -400,10 +432,10 @@ export class DeliveryQueue {
       const parts = refusal === undefined
         ? notificationParts(input)
         : [refusedNotice(input, refusal)];
-      progress = { parts, sent: 0 };
+      progress = { parts, sent: 0, to };
       this.#progress.set(id, progress);
     }
-    const result = await this.#sendPart(id, progress.parts[progress.sent]!);
+    const result = await this.#sendPart(id, progress.parts[progress.sent]!, progress.to);
     // This attempt counts: a first-attempt delivery says 1.
     const attempts = entry.attempts + 1;
     if (result.ok) {
@@ -446,13 +478,14 @@ export class DeliveryQueue {
   }
 
   /** Sends one part, counting it with the pacer; a success ends an outage or a settings pause. */
-  async #sendPart(id: string, text: string): Promise<BotApiResult> {
+  async #sendPart(id: string, text: string, to: Destination | undefined): Promise<BotApiResult> {
     const { pacer, chatId, clock, send, log } = this.#deps;
     this.#inFlight = id;
-    pacer.sent(chatId, clock.now());
+    this.#lastTo = to;
+    pacer.sent(to?.chatId ?? chatId, clock.now());
     let result: BotApiResult;
     try {
-      result = await send(text);
+      result = await (to === undefined ? send(text) : send(text, to));
     } finally {
       this.#inFlight = undefined;
     }
@@ -522,11 +555,20 @@ export class DeliveryQueue {
     if (kind === "message") return;
     const { clock, random, log } = this.#deps;
     const now = clock.now();
+    // A form's chat or topic: its lines name the form and its own settings too.
+    const form = this.#lastTo?.form;
+    const formHint = form === undefined
+      ? ""
+      : ` (form ${form}: ${formSettingName(form, "CHAT_ID")}, ${
+        formSettingName(form, "TOPIC_ID")
+      } where set)`;
+    const about = form === undefined ? {} : { form };
     const migrated = result.parameters?.migrate_to_chat_id;
     if (migrated !== undefined) {
       log("warn", {
         event: "chat_migrated",
-        hint: "set MESSENGER_CHAT_ID to new_chat_id",
+        ...about,
+        hint: `set MESSENGER_CHAT_ID to new_chat_id${formHint}`,
         new_chat_id: migrated,
       });
     }
@@ -538,7 +580,12 @@ export class DeliveryQueue {
       random,
     });
     if (this.#health.state === "paused" && before.state !== "paused") {
-      log("error", { event: "delivery_paused", reason: result.error, hint: settingsHint(result) });
+      log("error", {
+        event: "delivery_paused",
+        ...about,
+        reason: result.error,
+        hint: settingsHint(result) + formHint,
+      });
     }
     this.#reviewCallers(now);
   }
@@ -550,6 +597,7 @@ export class DeliveryQueue {
    */
   #reviewCallers(now: number): void {
     const { pacer, chatId } = this.#deps;
+    // Callers of every chat count as ahead: an upper bound when forms have chats of their own.
     const health = this.#health;
     const outage = answersAtOnceUntil(health, now);
     let ahead = 0;
@@ -563,7 +611,7 @@ export class DeliveryQueue {
         continue;
       }
       const remaining = job.parts.length - job.sent;
-      const at = pacer.readyAfter(chatId, ahead + remaining, now);
+      const at = pacer.readyAfter(job.to?.chatId ?? chatId, ahead + remaining, now);
       if (at > job.deadline && job.waiter.waiting) {
         const paused = pacer.pausedUntil > now;
         this.#release(
@@ -589,7 +637,7 @@ export class DeliveryQueue {
   #toBacklog(job: CallerJob): void {
     this.#removeCaller(job);
     if (job.durable && job.sent > 0) {
-      this.#progress.set(job.submission.id, { parts: job.parts, sent: job.sent });
+      this.#progress.set(job.submission.id, { parts: job.parts, sent: job.sent, to: job.to });
     }
   }
 
@@ -618,6 +666,35 @@ export class DeliveryQueue {
     this.#nextAt.delete(id);
     this.#refused.delete(id);
     this.#ages.forget(id);
+  }
+
+  /**
+   * Where `submission` goes: its form's destination now, `undefined` for the default form. A form
+   * that `FORMS` no longer names goes to the default form's chat, said once per submission.
+   */
+  #destinationOf(submission: OutboxSubmission): Destination | undefined {
+    const { form, id } = submission;
+    if (form === undefined) return undefined;
+    const to = this.#deps.destination?.(form);
+    if (to === undefined) {
+      this.#deps.log("warn", {
+        event: "form_removed",
+        id,
+        form,
+        hint: "FORMS no longer names its form: it goes to the default form's chat",
+      });
+    }
+    return to;
+  }
+
+  /** The chat the next send goes to, for pacing (a backlog entry's from its form, as now). */
+  #chatOfNext(next: NextSend & { kind: "caller" | "backlog" }): number {
+    const { chatId, destination } = this.#deps;
+    if (next.kind === "caller") return next.job.to?.chatId ?? chatId;
+    const to = this.#progress.get(next.entry.id)?.to;
+    if (to !== undefined) return to.chatId;
+    const form = next.entry.form;
+    return (form === undefined ? undefined : destination?.(form)?.chatId) ?? chatId;
   }
 
   /** Waits until `until` (monotonic) or until woken (a new submission, close). */
@@ -649,7 +726,10 @@ function settingsHint(result: BotApiResult & { ok: false }): string {
   if (result.parameters?.migrate_to_chat_id !== undefined) {
     return "the group became a supergroup: set MESSENGER_CHAT_ID to new_chat_id";
   }
-  if (/rights|write_forbidden|thread not found|topic_/i.test(result.error)) {
+  if (/thread not found/i.test(result.error)) {
+    return "the forum topic does not exist (deleted, or not this chat's): check MESSENGER_TOPIC_ID, or unset it to post to General";
+  }
+  if (/rights|write_forbidden|topic_/i.test(result.error)) {
     return "the bot may not post there: give it the right to send messages (an administrator in a channel)";
   }
   return "check MESSENGER_CHAT_ID (contactd chat-id lists the chats that wrote to the bot)";

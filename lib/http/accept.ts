@@ -20,6 +20,12 @@ export interface Accepted {
   readonly ip: string;
   /** When the request arrived, as the record writes it. */
   readonly ts: string;
+  /** The field the contact came from when it was not `contact` (shown, not recorded). */
+  readonly contactFrom?: string | undefined;
+  /** The form's other fields (lib/form/fields.ts): shown, and recorded under `fields`. */
+  readonly fields?: Readonly<Record<string, string>> | undefined;
+  /** Its form of `FORMS` (`POST /api/contact/<id>`), recorded as `form`; absent: the default. */
+  readonly form?: string | undefined;
 }
 
 /** What {@linkcode accept} touches outside itself. */
@@ -79,6 +85,7 @@ export async function accept(
   try {
     await deps.append(formatRecord({
       ...fields,
+      id,
       messenger_ok: delivery.ok,
       messenger_error: delivery.ok ? null : delivery.error,
     }));

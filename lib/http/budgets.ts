@@ -15,12 +15,21 @@ import type { RateLimiterOptions } from "../net/rate_limit.ts";
 export const POST_MAX_ADDRESSES = 1_000_000;
 
 /**
+ * The POSTs' limiter keeps one 4-byte time per admitted POST for each address it holds: at most
+ * this many in all (the default 5 per address times {@linkcode POST_MAX_ADDRESSES}), so a larger
+ * `RATE_LIMIT` holds fewer addresses instead of taking more memory (about 20 MiB of times).
+ */
+export const POST_TIMESTAMP_SLOTS = 5_000_000;
+
+/**
  * `POST /api/contact`: `RATE_LIMIT` POSTs per client address in any window (by default 5 in
  * 60 s; the next is answered `429` with `Retry-After`), over at most
- * {@linkcode POST_MAX_ADDRESSES} addresses.
+ * {@linkcode POST_MAX_ADDRESSES} addresses, fewer when the limit is above 5 (at most
+ * {@linkcode POST_TIMESTAMP_SLOTS} times held in all: `100/1h` holds 50,000 addresses).
  */
 export function postBudget(rate: RateLimit): RateLimiterOptions {
-  return { limit: rate.limit, windowMs: rate.windowMs, maxEntries: POST_MAX_ADDRESSES };
+  const maxEntries = Math.min(POST_MAX_ADDRESSES, Math.floor(POST_TIMESTAMP_SLOTS / rate.limit));
+  return { limit: rate.limit, windowMs: rate.windowMs, maxEntries };
 }
 
 /**

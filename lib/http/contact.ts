@@ -1,5 +1,6 @@
 /**
- * `POST /api/contact`: the rules in the order they apply.
+ * `POST /api/contact` (and `/api/contact/<id>`, a form of `FORMS`): the rules in the order they
+ * apply.
  *
  * @module
  */
@@ -11,7 +12,8 @@ import type { ChallengeGate, ChallengeVerdict } from "../challenge/altcha.ts";
 import { clientAddress } from "../net/client_address.ts";
 import type { RealIpHeader } from "../config/config.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
-import { parseFormPost } from "../form/form_post.ts";
+import { formPost, parseFormPost } from "../form/form_post.ts";
+import { decodeMultipart } from "../form/multipart.ts";
 import type { Cidr } from "../common/ip.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { outcome } from "../log/tally.ts";
@@ -38,6 +40,8 @@ export interface ContactDeps extends AcceptDeps {
   readonly bodyDeadline: (nowMs: number) => AbortSignal;
   /** `CHALLENGE`: the check after the honeypot; absent with `CHALLENGE=none`. */
   readonly challenge?: ChallengeGate | undefined;
+  /** The form of `FORMS` this path serves (`POST /api/contact/<id>`); absent: the default form. */
+  readonly form?: string | undefined;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -64,7 +68,7 @@ export function handleContact(
   );
   const cors = corsHeaders(origin, allowedOrigins);
   // Form posts come from browsers without JavaScript: they get pages, not JSON.
-  const answer: Answers = kind === "form" ? formAnswers(cors) : jsonAnswers(cors);
+  const answer: Answers = isFormKind(kind) ? formAnswers(cors) : jsonAnswers(cors);
 
   if (origin.kind === "refused") {
     // Before the rate limit: another site's visitors must not use up this site's quota.
@@ -106,7 +110,7 @@ export function handleContact(
 /** What the rules after the body need from before it. */
 interface Context {
   readonly request: Request;
-  readonly kind: "json" | "form" | undefined;
+  readonly kind: BodyKind | undefined;
   readonly cors: Readonly<Record<string, string>>;
   readonly answer: Answers;
   readonly ip: string;
@@ -145,6 +149,21 @@ function withinBody(
     return answer.error("unsupported_media_type");
   }
 
+  if (kind === "multipart") {
+    const type = context.request.headers.get("content-type") ?? "";
+    return decodeMultipart(body.bytes, type).then((decoded) => {
+      if (decoded.kind === "invalid") return _afterParse(deps, decoded, answer, undefined, context);
+      const post = formPost(decoded.pairs, deps.allowedOrigins);
+      const proof = deps.challenge === undefined ? undefined : post.proofs[deps.challenge.field];
+      return _afterParse(
+        deps,
+        post.result,
+        formAnswers(context.cors, post.targets),
+        proof,
+        context,
+      );
+    }).catch((error) => internalError(deps.log, context.request, error));
+  }
   let parsed: SubmissionResult;
   let answers = answer;
   let proof: unknown;
@@ -161,6 +180,18 @@ function withinBody(
       proof = Object.hasOwn(decoded.value, gate.field) ? decoded.value[gate.field] : undefined;
     }
   }
+  return _afterParse(deps, parsed, answers, proof, context);
+}
+
+/** The honeypot, then the challenge, for a body already decoded (any media type). */
+function _afterParse(
+  deps: ContactDeps,
+  parsed: SubmissionResult,
+  answers: Answers,
+  proof: unknown,
+  context: Context,
+): Response | Promise<Response> {
+  const gate = deps.challenge;
   if (parsed.kind === "honeypot") {
     outcome(deps.log, 200, "honeypot");
     return answers.success();
@@ -182,6 +213,8 @@ const UNDECODED: ReadonlySet<ErrorCode> = new Set([
   "invalid_json",
   "invalid_encoding",
   "invalid_body",
+  "invalid_multipart",
+  "file_not_accepted",
 ]);
 
 /**
@@ -197,7 +230,7 @@ function afterChallenge(
 ): Response | Promise<Response> {
   if (parsed.kind === "honeypot") return answers.success(); // answered before; for the types
   if (parsed.kind === "invalid") {
-    outcome(deps.log, 400, parsed.code);
+    outcome(deps.log, ERRORS[parsed.code].status, parsed.code);
     return answers.error(parsed.code, parsed); // its field and sentence, if any
   }
   const consumed = consume();
@@ -207,7 +240,8 @@ function afterChallenge(
   }
   const { ip, nowMs, request } = context;
   const ts = formatTimestamp(new Date(nowMs));
-  return accept(deps, answers, { ...parsed.submission, ip, ts })
+  const form = deps.form === undefined ? {} : { form: deps.form };
+  return accept(deps, answers, { ...parsed.submission, ip, ts, ...form })
     .catch((error) => internalError(deps.log, request, error));
 }
 
@@ -217,18 +251,28 @@ function afterChallenge(
  */
 export function internalError(log: Logger, request: Request, error: unknown): Response {
   log("error", { event: "internal_error", status: 500, error: describeError(error) });
-  const form = bodyKind(request.headers.get("content-type")) === "form";
+  const form = isFormKind(bodyKind(request.headers.get("content-type")));
   return (form ? formAnswers() : jsonAnswers()).error("internal");
 }
 
+/** The media types a POST may have. */
+export type BodyKind = "json" | "form" | "multipart";
+
 /**
- * `json` for `application/json`, `form` for `application/x-www-form-urlencoded`, parameters
- * such as `; charset=utf-8` allowed, case-insensitive; `undefined` for anything else.
+ * `json` for `application/json`, `form` for `application/x-www-form-urlencoded`, `multipart` for
+ * `multipart/form-data`, parameters such as `; charset=utf-8` allowed, case-insensitive;
+ * `undefined` for anything else.
  */
-export function bodyKind(header: string | null): "json" | "form" | undefined {
+export function bodyKind(header: string | null): BodyKind | undefined {
   if (header === "application/json") return "json"; // the common case, without allocations
   const essence = header?.split(";", 1)[0]?.trim().toLowerCase();
   if (essence === "application/json") return "json";
   if (essence === "application/x-www-form-urlencoded") return "form";
+  if (essence === "multipart/form-data") return "multipart";
   return undefined;
+}
+
+/** A post from an HTML form (urlencoded or multipart): answered with pages, not JSON. */
+export function isFormKind(kind: BodyKind | undefined): boolean {
+  return kind === "form" || kind === "multipart";
 }

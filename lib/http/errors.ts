@@ -41,7 +41,8 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
   payload_too_large: { status: 413, message: "The request body is larger than 16384 bytes." },
   unsupported_media_type: {
     status: 415,
-    message: "Send JSON (application/json) or a form (application/x-www-form-urlencoded).",
+    message:
+      "Send JSON (application/json) or a form (application/x-www-form-urlencoded or multipart/form-data).",
   },
   invalid_json: { status: 400, message: "The request body is not valid JSON." },
   invalid_encoding: { status: 400, message: "The request body is not valid UTF-8." },
@@ -49,6 +50,10 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
   field_type: { status: 400, message: "A field has the wrong type." },
   field_too_long: { status: 400, message: "A field is too long." },
   field_required: { status: 400, message: "A required field is empty." },
+  field_name: { status: 400, message: "A field's name is not one contactd accepts." },
+  too_many_fields: { status: 400, message: "The form sends too many fields." },
+  invalid_multipart: { status: 400, message: "The request body is not valid multipart/form-data." },
+  file_not_accepted: { status: 415, message: "Files are not accepted: contactd relays text only." },
   invalid_host: { status: 400, message: "The request's Host header is not valid." },
   not_found: { status: 404, message: "There is nothing at this address." },
   method_not_allowed: { status: 405, message: "This method is not allowed here." },

@@ -21,6 +21,11 @@ export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allo
   readonly allowedOrigins?: readonly string[];
   /** Body-read deadlines; default: one shared 10 s signal per second of arrival. */
   readonly bodyDeadline?: ContactDeps["bodyDeadline"];
+  /**
+   * `FORMS`: the extra forms, each served at `POST /api/contact/<id>` with its own
+   * `ALLOWED_ORIGINS` (lib/config/config.ts `FormConfig`); `POST /api/contact` is the default form.
+   */
+  readonly forms?: readonly { readonly id: string; readonly allowedOrigins: readonly string[] }[];
   /** The example form's bytes, served at `/`; absent unless `SERVE_EXAMPLE=1`. */
   readonly examplePage?: Uint8Array | undefined;
   /**
@@ -84,9 +89,20 @@ export function createHandler(deps: HandlerDeps): Handler {
   };
   const { examplePage, challengeLimiter } = deps;
   const issue = deps.challenge?.issue?.bind(deps.challenge);
+  // Each form at its own path, with its origins; the rate limiter is the one of every form.
+  const forms = new Map<string, ContactDeps>([["/api/contact", contactDeps]]);
+  for (const form of deps.forms ?? []) {
+    forms.set(`/api/contact/${form.id}`, {
+      ...contactDeps,
+      allowedOrigins: form.allowedOrigins,
+      form: form.id,
+    });
+  }
+  // OPTIONS (the CORS preflight) exists only while other origins are allowed.
+  const methodsOf = (form: ContactDeps) =>
+    form.allowedOrigins.length > 0 ? ["POST", "OPTIONS"] : ["POST"];
   const routes: Readonly<Record<string, readonly string[]>> = {
-    // OPTIONS (the CORS preflight) exists only while other origins are allowed.
-    "/api/contact": allowedOrigins.length > 0 ? ["POST", "OPTIONS"] : ["POST"],
+    ...Object.fromEntries([...forms].map(([path, form]) => [path, methodsOf(form)])),
     "/api/health": ["GET", "HEAD"],
     ...(examplePage === undefined ? {} : { "/": ["GET", "HEAD"] }),
     ...(issue === undefined || challengeLimiter === undefined ? {} : { "/api/challenge": ["GET"] }),
@@ -117,8 +133,10 @@ export function createHandler(deps: HandlerDeps): Handler {
       if (path === "/api/challenge" && issue !== undefined && challengeLimiter !== undefined) {
         return challengeResponse(deps, challengeLimiter, issue, request, info);
       }
+      const form = forms.get(path);
+      if (form === undefined) return errorResponse("not_found"); // every other path is routed above
       if (request.method === "OPTIONS") {
-        const response = preflightResponse(request, allowedOrigins);
+        const response = preflightResponse(request, form.allowedOrigins);
         // A refused preflight is the only trace of a misconfigured embedding site: name it.
         const origin = response.status === 403 ? request.headers.get("origin") : null;
         deps.log("info", {
@@ -130,7 +148,7 @@ export function createHandler(deps: HandlerDeps): Handler {
         });
         return response;
       }
-      return handleContact(contactDeps, request, info);
+      return handleContact(form, request, info);
     } catch (error) {
       return internalError(deps.log, request, error);
     }

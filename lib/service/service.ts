@@ -32,6 +32,9 @@ import { SUMMARY_INTERVAL_MS, tallyRefusals } from "../log/tally.ts";
 import { RateLimiter } from "../net/rate_limit.ts";
 import { openOutbox, outboxPath } from "../storage/outbox.ts";
 import { recoverRecords } from "../storage/recovery.ts";
+import { applyRetention, RETENTION_INTERVAL_MS } from "../storage/retention.ts";
+import { denoRewriteFs } from "../storage/rewrite.ts";
+import { FORGET_POLL_MS, serveForgetRequest } from "../storage/forget_request.ts";
 import { FilesLocked, lockFiles } from "../storage/lock.ts";
 import { lockPath } from "../common/state_files.ts";
 import { newSubmissionId } from "../form/submission_id.ts";
@@ -136,6 +139,36 @@ export async function startService(
   // process: with SIGXFSZ handled before any file is opened (a compaction at start writes too),
   // the write returns EFBIG and the answer stays honest.
   for (const signal of signals.ignore) listen(signalListeners, io, signal, () => {});
+  // Listening for the stop signals before anything is opened or started, and so before the port
+  // is: a stop that comes during start-up (the files, getMe, the first "listening" line) is
+  // graceful too, never the default action with a send in flight.
+  let server: KeptServing | undefined;
+  let queueToClose: DeliveryQueue | undefined;
+  let stopping = false;
+  const stop = (reason: StopReason) => {
+    if (stopping) return;
+    stopping = true;
+    log("info", { event: "stopping", signal: reason });
+    // Waiting senders are answered now ("saved, will be delivered"): what is left stays in the
+    // outbox for the next start. A call in flight is waited for (at most stopWaitMs), so its
+    // sender gets the real answer. shutdown() stops accepting and waits for in-flight requests
+    // (and their records); the disposer awaits the queue's close before closing the files.
+    void queueToClose?.close(); // never rejects; the disposer awaits it
+    server?.shutdown();
+  };
+  // SIGHUP stops gracefully too (decided, not ignored): it means the terminal or session that
+  // started the service is gone, and there is nothing to reload (settings and permissions are
+  // read once; the unit has no ExecReload=). Its default would end the process at once, with
+  // in-flight senders unanswered and their records unwritten. Windows has SIGINT and SIGBREAK.
+  for (const signal of signals.stop) listen(signalListeners, io, signal, () => stop(signal));
+  if (io.stdinEnded !== undefined) {
+    // The launcher's end (even by SIGKILL, which it cannot forward) closes the pipe, and the
+    // service stops with it instead of living on. A read error means the pipe is gone too.
+    io.stdinEnded().then(() => stop("stdin_eof"), (error) => {
+      log("warn", { event: "stdin_failed", error: describeError(error) });
+      stop("stdin_eof");
+    });
+  }
   const onLoose = (file: string) => (mode: number) =>
     log("warn", {
       event: "file_mode",
@@ -186,6 +219,48 @@ export async function startService(
     log("error", { event: "recovery_failed", error: describeError(error) });
     return undefined;
   }
+  const { retentionMs } = config;
+  if (retentionMs !== undefined) {
+    const retain = () =>
+      applyRetention({
+        appender: backup,
+        fs: denoRewriteFs,
+        path: config.messagesFile,
+        outbox,
+        now: io.clock.wallNow,
+        retentionMs,
+        log,
+      });
+    // At start (before the first POST), then daily; a stop waits for a run in progress.
+    let retaining: Promise<unknown> = retain();
+    await retaining;
+    const cancelRetention = io.every(() => {
+      retaining = retaining.then(retain);
+    }, RETENTION_INTERVAL_MS);
+    stack.defer(async () => {
+      cancelRetention();
+      await retaining;
+    });
+  }
+  // contactd forget, run while the service runs, leaves its request beside MESSAGES_FILE.
+  let forgetting: Promise<void> = Promise.resolve();
+  const cancelForget = io.every(() => {
+    forgetting = forgetting.then(() =>
+      serveForgetRequest({
+        appender: backup,
+        fs: denoRewriteFs,
+        path: config.messagesFile,
+        messagesFile: config.messagesFile,
+        outbox,
+        now: io.clock.wallNow,
+        log,
+      })
+    );
+  }, FORGET_POLL_MS);
+  stack.defer(async () => {
+    cancelForget();
+    await forgetting;
+  });
 
   let examplePage: Uint8Array | undefined;
   if (config.serveExample) {
@@ -209,7 +284,16 @@ export async function startService(
   const api = { apiUrl: config.apiUrl, timeoutMs: config.timeoutMs, fetch: io.fetch };
   const queue = messenger === undefined ? undefined : new DeliveryQueue({
     chatId: messenger.chatId,
-    send: (text) => sendMessage({ ...api, token: messenger.token }, messenger.chatId, text),
+    send: (text, to) =>
+      to === undefined
+        ? sendMessage({ ...api, token: messenger.token }, messenger.chatId, text, messenger.topicId)
+        : sendMessage({ ...api, token: messenger.token }, to.chatId, text, to.topicId),
+    destination: (id) => {
+      const form = config.forms.find((form) => form.id === id);
+      return form?.chatId === undefined
+        ? undefined
+        : { form: id, chatId: form.chatId, topicId: form.topicId, title: form.title };
+    },
     store: outbox,
     pacer: new Pacer(),
     clock: io.clock,
@@ -220,7 +304,8 @@ export async function startService(
     stopWaitMs: stopWaitMs(config.timeoutMs),
   });
   if (queue !== undefined) {
-    queue.start();
+    queueToClose = queue;
+    if (!stopping) queue.start();
     // Before the outbox closes: a call in flight at the stop is answered and noted first.
     stack.defer(() => queue.close());
   }
@@ -252,6 +337,7 @@ export async function startService(
     append: (line) => backup.append(line),
     log: tally.log,
     allowedOrigins: config.allowedOrigins,
+    forms: config.forms,
     examplePage,
     challenge,
     challengeLimiter: challenge?.issue === undefined
@@ -280,34 +366,6 @@ export async function startService(
       return new Response(null, { status: 500 });
     },
   };
-  // Listening for signals before the port is: a stop that comes with the first "listening" line
-  // is graceful too.
-  let server: KeptServing | undefined;
-  let stopping = false;
-  const stop = (reason: StopReason) => {
-    if (stopping) return;
-    stopping = true;
-    log("info", { event: "stopping", signal: reason });
-    // Waiting senders are answered now ("saved, will be delivered"): what is left stays in the
-    // outbox for the next start. A call in flight is waited for (at most stopWaitMs), so its
-    // sender gets the real answer. shutdown() stops accepting and waits for in-flight requests
-    // (and their records); the disposer awaits the queue's close before closing the files.
-    void queue?.close(); // never rejects; the disposer awaits it
-    server?.shutdown();
-  };
-  // SIGHUP stops gracefully too (decided, not ignored): it means the terminal or session that
-  // started the service is gone, and there is nothing to reload (settings and permissions are
-  // read once; the unit has no ExecReload=). Its default would end the process at once, with
-  // in-flight senders unanswered and their records unwritten. Windows has SIGINT and SIGBREAK.
-  for (const signal of signals.stop) listen(signalListeners, io, signal, () => stop(signal));
-  if (io.stdinEnded !== undefined) {
-    // The launcher's end (even by SIGKILL, which it cannot forward) closes the pipe, and the
-    // service stops with it instead of living on. A read error means the pipe is gone too.
-    io.stdinEnded().then(() => stop("stdin_eof"), (error) => {
-      log("warn", { event: "stdin_failed", error: describeError(error) });
-      stop("stdin_eof");
-    });
-  }
   try {
     // Out of descriptors, Deno's accept loop ends: listen again rather than end the process.
     server = keepServing({

@@ -10,18 +10,39 @@ import { pathSource, trackFile } from "./tracked_file.ts";
 export interface BackupRecord {
   /** UTC, whole seconds, trailing `Z`. */
   readonly ts: string;
+  /**
+   * The submission's id, the `#id` of its notification (lib/form/submission_id.ts). Records
+   * written before ids were kept have none: every reader takes such a record as valid.
+   */
+  readonly id: string;
   readonly name: string;
   readonly contact: string;
   readonly message: string;
   readonly ip: string;
   readonly messenger_ok: boolean;
   readonly messenger_error: string | null;
+  /** The form of `FORMS` it came from; absent for the default form (`POST /api/contact`). */
+  readonly form?: string | undefined;
+  /** The form's other fields, in the order sent (lib/form/fields.ts); absent when none. */
+  readonly fields?: Readonly<Record<string, string>> | undefined;
 }
 
 /** Serialises a record as one line (JSON escapes every newline inside values). */
 export function formatRecord(record: BackupRecord): string {
-  const { ts, name, contact, message, ip, messenger_ok, messenger_error } = record;
-  return JSON.stringify({ ts, name, contact, message, ip, messenger_ok, messenger_error }) + "\n";
+  const { ts, id, name, contact, message, ip, messenger_ok, messenger_error } = record;
+  const { form, fields } = record;
+  return JSON.stringify({
+    ts,
+    id,
+    name,
+    contact,
+    message,
+    ip,
+    messenger_ok,
+    messenger_error,
+    ...(form === undefined ? {} : { form }),
+    ...(fields === undefined ? {} : { fields }),
+  }) + "\n";
 }
 
 /**

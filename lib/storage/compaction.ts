@@ -9,7 +9,14 @@
  */
 import { compactionPath } from "../common/state_files.ts";
 import { describeError, type Logger } from "../log/logger.ts";
-import { type StorageFile, type StorageFs, syncDirectory, writeAll } from "./file_system.ts";
+import {
+  removeIfPresent,
+  removeTemporary,
+  type StorageFile,
+  type StorageFs,
+  syncDirectory,
+  writeAll,
+} from "./file_system.ts";
 import { compactedLine, type OutboxEntry, type OutboxSubmission } from "./outbox_lines.ts";
 import type { CompactedLayout } from "./window.ts";
 
@@ -46,11 +53,7 @@ export async function compactOutbox(
   const temporary = compactionPath(path);
   // Left by a crash during an earlier compaction (or put there by someone else): removed, never
   // followed (removing a link removes the link), then created afresh and exclusively.
-  try {
-    await fs.remove(temporary);
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
+  await removeIfPresent(fs, temporary);
   const out = await fs.open(temporary, { write: true, createNew: true, mode: 0o600 });
   let reader: StorageFile | undefined;
   try {
@@ -66,17 +69,7 @@ export async function compactOutbox(
     return { ...layout, reader };
   } catch (error) {
     reader?.close();
-    try {
-      await fs.remove(temporary);
-    } catch (cleanup) {
-      if (!(cleanup instanceof Deno.errors.NotFound)) {
-        log("error", {
-          event: "outbox_compaction_cleanup_failed",
-          file: temporary,
-          error: describeError(cleanup),
-        });
-      }
-    }
+    await removeTemporary(fs, temporary, log, "outbox_compaction_cleanup_failed");
     throw error;
   }
 }

@@ -6,6 +6,7 @@
  * @module
  */
 import { directoryOf } from "../common/state_files.ts";
+import { describeError, type Logger } from "../log/logger.ts";
 
 /** What storage needs to know of a file: `Deno.FileInfo`'s parts it reads. */
 export type StorageFileInfo = Pick<
@@ -68,23 +69,21 @@ export function fileIdentity(info: StorageFileInfo): string {
 }
 
 /**
- * Opens `path` for writing without ever writing through a symbolic link: after the open, the path
- * itself must name the file opened (not a link, not another file), else it is closed unwritten
- * and this throws. Use `createNew` for a file that must not exist (it never follows a link).
+ * Opens `path` for writing without ever writing through a symbolic link, nor creating a file
+ * where a link points: a link at `path` (even a dangling one) is refused before the open; a
+ * missing file is created exclusively (`createNew`, which never follows a link); and after the
+ * open, the path itself must name the file opened (not a link, not another file), else it is
+ * closed unwritten and this throws.
  */
 export async function openNoFollow(
   fs: StorageFs,
   path: string,
   options: StorageOpenOptions,
 ): Promise<StorageFile> {
-  const file = await fs.open(path, options);
+  const file = await _openWithoutLink(fs, path, options);
   try {
     const [opened, named] = [await file.stat(), await fs.lstat(path)];
-    if (named.isSymlink || fileIdentity(named) !== fileIdentity(opened)) {
-      throw new Deno.errors.PermissionDenied(
-        `${path} is a symbolic link or was replaced: contactd never writes through a link`,
-      );
-    }
+    if (named.isSymlink || fileIdentity(named) !== fileIdentity(opened)) throw _linkRefused(path);
     return file;
   } catch (error) {
     file.close();
@@ -92,8 +91,85 @@ export async function openNoFollow(
   }
 }
 
+async function _openWithoutLink(
+  fs: StorageFs,
+  path: string,
+  options: StorageOpenOptions,
+): Promise<StorageFile> {
+  let named: StorageFileInfo | undefined;
+  try {
+    named = await fs.lstat(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  if (named?.isSymlink) throw _linkRefused(path);
+  if (named === undefined && options.create === true && options.createNew !== true) {
+    try {
+      return await fs.open(path, { ...options, createNew: true });
+    } catch (error) {
+      // Created meanwhile (or a link put there): the ordinary open and its checks decide.
+      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+    }
+  }
+  return await fs.open(path, options);
+}
+
+function _linkRefused(path: string): Error {
+  return new Deno.errors.PermissionDenied(
+    `${path} is a symbolic link or was replaced: contactd never writes through a link`,
+  );
+}
+
 /** Writes all of `bytes` (a write may take fewer). */
 export async function writeAll(file: Pick<StorageFile, "write">, bytes: Uint8Array): Promise<void> {
   let written = 0;
   while (written < bytes.byteLength) written += await file.write(bytes.subarray(written));
+}
+
+/** The whole file at `path` as UTF-8 text. */
+export async function readAllText(fs: StorageFs, path: string): Promise<string> {
+  const file = await fs.open(path, { read: true });
+  try {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    while (true) {
+      const chunk = new Uint8Array(1 << 16);
+      const n = await file.read(chunk);
+      if (n === null) break;
+      chunks.push(chunk.subarray(0, n));
+      size += n;
+    }
+    const all = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) (all.set(chunk, at), at += chunk.byteLength);
+    return new TextDecoder().decode(all);
+  } finally {
+    file.close();
+  }
+}
+
+/** Removes what `path` names, if anything (a link is removed, never followed). */
+export async function removeIfPresent(fs: StorageFs, path: string): Promise<void> {
+  try {
+    await fs.remove(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}
+
+/**
+ * After a failed replacement by rename: removes its temporary file at `path`; a failure to is
+ * logged under `event` (the next attempt removes it first anyway), never thrown.
+ */
+export async function removeTemporary(
+  fs: StorageFs,
+  path: string,
+  log: Logger,
+  event: string,
+): Promise<void> {
+  try {
+    await removeIfPresent(fs, path);
+  } catch (error) {
+    log("error", { event, file: path, error: describeError(error) });
+  }
 }

@@ -16,6 +16,13 @@ export interface Appender {
    * if it was not.
    */
   append(line: string): Promise<number>;
+  /**
+   * Runs `task` with the file to itself: after the write in flight (if any) is synced, and with
+   * every line appended meanwhile held back, in order, until `task` settles (then written as
+   * usual). One task at a time. A rewrite of the file (retention, erasure) goes through here, so
+   * a line appended during it is written after it, to the file it leaves, and never lost.
+   */
+  exclusive<T>(task: () => Promise<T>): Promise<T>;
   /** Waits for pending appends, then closes the file. */
   close(): Promise<void>;
 }
@@ -34,15 +41,23 @@ interface Pending {
 export function createGroupAppender(file: TrackedFile): Appender {
   let queue: Pending[] = [];
   let running: Promise<void> | undefined;
+  /** The write in flight, if any. */
+  let writing: Promise<unknown> | undefined;
+  /** Settles when the exclusive task holding the file is done. */
+  let held: Promise<unknown> | undefined;
 
   const drain = async (): Promise<void> => {
     while (queue.length > 0) {
       // One microtask turn first: callers answered by the last batch, and requests handled in
       // the same turn, join this batch instead of the one after it.
       await undefined;
+      while (held !== undefined) await held;
       const batch = queue;
       queue = [];
-      const { offsets, error } = await file.writeLines(batch.map((pending) => pending.line));
+      const write = file.writeLines(batch.map((pending) => pending.line));
+      writing = write;
+      const { offsets, error } = await write;
+      writing = undefined;
       batch.forEach((pending, i) => {
         const offset = offsets[i];
         if (offset === undefined) pending.reject(error);
@@ -58,6 +73,20 @@ export function createGroupAppender(file: TrackedFile): Appender {
         queue.push({ line, resolve, reject });
         running ??= drain();
       });
+    },
+    async exclusive<T>(task: () => Promise<T>): Promise<T> {
+      while (held !== undefined) await held;
+      const result = (async () => {
+        while (writing !== undefined) await writing;
+        return await task();
+      })();
+      const settled = result.then(() => {}, () => {});
+      held = settled;
+      try {
+        return await result;
+      } finally {
+        if (held === settled) held = undefined;
+      }
     },
     async close() {
       await running;

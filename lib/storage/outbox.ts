@@ -153,6 +153,12 @@ export async function openOutbox(path: string, options: OutboxOptions): Promise<
   let refilling: Promise<void> | undefined;
   /** Writes under way (every call of `append`), awaited by `close`. */
   const writes = new Set<Promise<unknown>>();
+  /**
+   * Writes past the gate, in the appender, until the window knows of them (their entry held):
+   * a compaction waits for these before it takes the window's entries, so no line written just
+   * before it is left out of the new file.
+   */
+  const landing = new Set<Promise<unknown>>();
   let closed = false;
 
   // Reads share one handle (seek, then read): one at a time, each whether or not the last failed.
@@ -274,7 +280,7 @@ export async function openOutbox(path: string, options: OutboxOptions): Promise<
     }
   };
 
-  const append = (line: string): Promise<number> => {
+  const append = (line: string, onWritten?: (offset: number) => void): Promise<number> => {
     if (closed) return Promise.reject(new Error("the outbox is closed"));
     const write = (async () => {
       while (true) {
@@ -286,9 +292,15 @@ export async function openOutbox(path: string, options: OutboxOptions): Promise<
         // path names. Write what is held to a new file at the path first; throws while it cannot.
         await outbox.compact();
       }
-      const offset = await appender.append(line);
-      window.wrote(offset, encoder.encode(line).byteLength);
-      return offset;
+      const landed = appender.append(line).then((offset) => {
+        window.wrote(offset, encoder.encode(line).byteLength);
+        onWritten?.(offset);
+        return offset;
+      });
+      landing.add(landed);
+      const gone = () => landing.delete(landed);
+      landed.then(gone, gone);
+      return await landed;
     })();
     writes.add(write);
     const settled = () => writes.delete(write);
@@ -374,15 +386,16 @@ export async function openOutbox(path: string, options: OutboxOptions): Promise<
     async add(submission) {
       const line = addLine(submission);
       const toTail = window.addToTail();
-      let offset: number;
       try {
-        offset = await append(line);
+        // The window learns of the line as it lands, before any compaction can look.
+        await append(line, (offset) => {
+          if (toTail) window.addedToTail(offset);
+          else window.hold(newEntry(submission, offset, encoder.encode(line).byteLength));
+        });
       } catch (error) {
         if (toTail) window.addFailed();
         throw error;
       }
-      if (toTail) window.addedToTail(offset);
-      else window.hold(newEntry(submission, offset, encoder.encode(line).byteLength));
     },
     async recorded(id, status) {
       await change({ op: "recorded", id, status });
@@ -414,6 +427,7 @@ export async function openOutbox(path: string, options: OutboxOptions): Promise<
       let renamed = false;
       try {
         await appender.close(); // every queued line is in the old file
+        await Promise.allSettled(landing); // ...and known to the window
         const from = window.scanFrom;
         const compaction = await compactOutbox(fs, path, {
           entries: [...window.entries.values()],

@@ -3,7 +3,8 @@
  * them back (streamed, and without decoding a sender's text unless it is asked for).
  *
  * Lines, each with `op` and `id`:
- * - `add`: the submission (`ts`, `name`, `contact`, `message`, `ip`); after a compaction it also
+ * - `add`: the submission (`ts`, `name`, `contact`, `message`, `ip`, and when the form sent them
+ *   `contact_from` and `fields`, lib/form/fields.ts); after a compaction it also
  *   carries the state below (`status`, `attempts`, `first_error`, `last_error`, `last_ts`, `done`),
  *   written before `name`, so the head of every `add` line (up to `,"name":`) is contactd's own;
  * - `recorded`: its backup record was written; `status` is what the sender was answered, `null`
@@ -30,6 +31,12 @@ export interface OutboxSubmission {
   readonly contact: string;
   readonly message: string;
   readonly ip: string;
+  /** The field the contact came from when it was not `contact`; the line's `contact_from`. */
+  readonly contactFrom?: string | undefined;
+  /** The form's other fields, in the order sent; the line's `fields`, absent when none. */
+  readonly fields?: Readonly<Record<string, string>> | undefined;
+  /** The form of `FORMS` it came from (its destination); absent for the default form. */
+  readonly form?: string | undefined;
 }
 
 /** What is known of one submission in the outbox. */
@@ -52,6 +59,8 @@ export interface OutboxEntry {
   /** Where its `add` line is in the file, and its length in bytes (newline included). */
   offset: number;
   length: number;
+  /** Its form of `FORMS` (where it goes), from the line's head; absent for the default form. */
+  readonly form?: string;
 }
 
 /** What {@linkcode loadOutbox} found. */
@@ -125,11 +134,13 @@ const decoder = new TextDecoder();
 export function encodeOp(op: OutboxOp): string {
   switch (op.op) {
     case "add": {
-      const { id, ts, name, contact, message, ip } = op;
+      const { id, ts, name, contact, message, ip, contactFrom, fields, form } = op;
       return JSON.stringify({
         op: "add",
         id,
         ts,
+        // contactd's own (a checked id), so in the head: the queue paces by its chat.
+        ...(form === undefined ? {} : { form }),
         ...(op.status === undefined ? {} : { status: op.status }),
         ...(op.attempts === undefined ? {} : {
           attempts: op.attempts,
@@ -142,6 +153,8 @@ export function encodeOp(op: OutboxOp): string {
         contact,
         message,
         ip,
+        ...(contactFrom === undefined ? {} : { contact_from: contactFrom }),
+        ...(fields === undefined ? {} : { fields }),
       }) + "\n";
     }
     case "recorded":
@@ -155,15 +168,16 @@ export function encodeOp(op: OutboxOp): string {
 
 /** Serialises a new submission as its `add` line. */
 export function addLine(submission: OutboxSubmission): string {
-  const { id, ts, name, contact, message, ip } = submission;
-  return encodeOp({ op: "add", id, ts, name, contact, message, ip });
+  const { id, ts, name, contact, message, ip, contactFrom, fields, form } = submission;
+  return encodeOp({ op: "add", id, ts, name, contact, message, ip, contactFrom, fields, form });
 }
 
 /** An `add` line with the entry's state folded in, before the sender's fields (compaction). */
 export function compactedLine(submission: OutboxSubmission, entry: OutboxEntry): string {
-  const { id, ts, name, contact, message, ip } = submission;
+  const { id, ts, name, contact, message, ip, contactFrom, fields, form } = submission;
   return encodeOp({
     op: "add",
+    form,
     id,
     ts,
     ...(entry.status === undefined ? {} : { status: entry.status }),
@@ -178,6 +192,8 @@ export function compactedLine(submission: OutboxSubmission, entry: OutboxEntry):
     contact,
     message,
     ip,
+    contactFrom,
+    fields,
   });
 }
 
@@ -190,10 +206,21 @@ export function parseSubmissionLine(line: string): OutboxSubmission | undefined 
     return undefined;
   }
   if (!isRecord(value) || value.op !== "add") return undefined;
-  const { id, ts, name, contact, message, ip } = value;
+  const { id, ts, name, contact, message, ip, contact_from, fields, form } = value;
   const texts = [id, ts, name, contact, message, ip];
   if (!texts.every((text) => typeof text === "string")) return undefined;
-  return { id, ts, name, contact, message, ip } as OutboxSubmission;
+  const kept = isRecord(fields) && Object.values(fields).every((text) => typeof text === "string");
+  return {
+    id,
+    ts,
+    name,
+    contact,
+    message,
+    ip,
+    ...(typeof contact_from === "string" ? { contactFrom: contact_from } : {}),
+    ...(kept ? { fields } : {}),
+    ...(typeof form === "string" ? { form } : {}),
+  } as OutboxSubmission;
 }
 
 const ADD_START = encoder.encode('{"op":"add",');
@@ -223,7 +250,7 @@ export function parseHead(bytes: Uint8Array): Record<string, unknown> | undefine
 
 /** The entry of a submission just added at `offset` (`length` bytes): pending, nothing tried. */
 export function newEntry(
-  submission: Pick<OutboxSubmission, "id" | "ts">,
+  submission: Pick<OutboxSubmission, "id" | "ts" | "form">,
   offset: number,
   length: number,
 ): OutboxEntry {
@@ -238,6 +265,7 @@ export function newEntry(
     done: false,
     offset,
     length,
+    ...(submission.form === undefined ? {} : { form: submission.form }),
   };
 }
 
@@ -259,6 +287,7 @@ export function entryOf(
     done: head.done === "delivered" || head.done === "given_up" ? head.done : false,
     offset,
     length,
+    ...(typeof head.form === "string" ? { form: head.form } : {}),
   };
 }
 

@@ -40,12 +40,15 @@ export async function recoverRecords(
     const delivered = entry.done === "delivered";
     await append(formatRecord({
       ts,
+      id: entry.id,
       name,
       contact,
       message,
       ip,
       messenger_ok: delivered,
       messenger_error: delivered ? null : INTERRUPTED,
+      form: submission.form,
+      fields: submission.fields,
     }));
     await outbox.recorded(entry.id, null);
     log("warn", { event: "record_recovered", id: entry.id, delivered });

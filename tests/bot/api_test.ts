@@ -4,6 +4,7 @@ import {
   failureKind,
   floodPause,
   MAX_REPLY_BYTES,
+  sendMessage,
   sendNotification,
   type TelegramOptions,
 } from "../../lib/bot/api.ts";
@@ -472,4 +473,19 @@ Deno.test("callBotApi clears its timeout timer however the call ends", async () 
     globalThis.clearTimeout = realClear;
   }
   assert.equal(pending.size, 0);
+});
+
+Deno.test("sendMessage names the forum topic as message_thread_id only when there is one", async () => {
+  const { fetch, requests } = scriptedFetch();
+  assert.equal((await sendMessage(options(fetch), -100123, "a", 42)).ok, true);
+  assert.equal((await sendMessage(options(fetch), -100123, "b")).ok, true);
+  assert.equal(requests[0]!.body.message_thread_id, 42);
+  assert.equal(Object.hasOwn(requests[1]!.body, "message_thread_id"), false);
+});
+
+Deno.test("sendNotification (send-test) sends every part into the topic", async () => {
+  const { fetch, requests } = scriptedFetch();
+  const result = await sendNotification({ ...options(fetch), topicId: 7 }, "x".repeat(5000));
+  assert.deepEqual(result, { ok: true, parts: 2 });
+  assert.deepEqual(requests.map((request) => request.body.message_thread_id), [7, 7]);
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  FIELD_BULLET,
   MAX_MESSAGE_LENGTH,
   type NotificationInput,
   notificationParts,
@@ -229,4 +230,48 @@ Deno.test("refusedNotice names the id, the refusal, the IP and the time, and not
       "backup file (MESSAGES_FILE), under this time and IP.\n" +
       "IP: 203.0.113.9\nTime: 2026-11-22T14:03:09Z",
   );
+});
+
+Deno.test("a form's other fields are labelled lines in the order sent, the subject leading", () => {
+  const text = formatNotification({
+    ...INPUT,
+    name: "Carl",
+    contact: "carl@example.org",
+    contactFrom: "email",
+    message: "Please call me",
+    fields: { phone: "+1 555", subject: "Quote", budget: "5000" },
+  });
+  assert.equal(
+    text,
+    "New contact message #k3x9q2ab\nSubject: Quote\nFrom: Carl\n" +
+      "Contact (email): carl@example.org\nIP: 203.0.113.9\nTime: 2026-11-22T14:03:09Z\n\n" +
+      `${FIELD_BULLET}phone: +1 555\n${FIELD_BULLET}budget: 5000\n\nPlease call me`,
+  );
+  assert.equal(formatNotification(INPUT).includes(FIELD_BULLET), false);
+});
+
+Deno.test("a field cannot pass for a header line or a second notification", () => {
+  const fields = { From: "Mallory", IP: "1.2.3.4\nNew contact message #aaaaaaaa", Subject: "a\rb" };
+  const text = formatNotification({ ...INPUT, fields });
+  const lines = text.split("\n");
+  assert.equal(lines.filter((line) => line.startsWith("From:")).length, 1);
+  assert.equal(lines.filter((line) => line.startsWith("IP:")).length, 1);
+  assert.equal(lines.filter((line) => line.startsWith("New contact message")).length, 1);
+  assert.ok(lines.includes("Subject: a b"));
+  assert.ok(lines.includes(`${FIELD_BULLET}From: Mallory`));
+});
+
+Deno.test("long fields go on in marked parts within 4096 units, like a long message", () => {
+  const fields = Object.fromEntries(
+    Array.from({ length: 20 }, (_, i) => [`field${i}`, String(i % 10).repeat(1000)]),
+  );
+  const parts = notificationParts({ ...INPUT, fields, message: "end" });
+  assert.ok(parts.length >= 5, `${parts.length} parts`);
+  assert.ok(parts.every((part) => part.length <= MAX_MESSAGE_LENGTH));
+  parts.slice(1).forEach((part, i) => assert.ok(part.startsWith(`(${i + 2}/${parts.length}) #`)));
+  const body = parts.map((part, i) => i === 0 ? part : part.slice(part.indexOf("\n") + 1)).join("");
+  for (const [name, value] of Object.entries(fields)) {
+    assert.ok(body.includes(`${FIELD_BULLET}${name}: ${value}\n`), name);
+  }
+  assert.ok(body.endsWith("\n\nend"));
 });

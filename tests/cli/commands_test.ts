@@ -293,3 +293,51 @@ Deno.test("send-test reports an unreachable API without the token", async () => 
   assert.equal(code, 1);
   assert.match(err[0]!, /^contactd send-test: not delivered: (network error|timeout)/);
 });
+
+Deno.test("check with MESSENGER_TOPIC_ID names the topic of a forum chat, and fails for a chat without topics", async () => {
+  const forum = await contactd(
+    ["check"],
+    { MESSENGER_TOPIC_ID: "42" },
+    (fake) => fake.topics.add(42),
+  );
+  assert.equal(forum.code, 0, forum.err.join("\n"));
+  assert.ok(forum.out.some((line) => line.startsWith("topic: 42 ")), forum.out.join("\n"));
+  const plain = await contactd(["check"], { MESSENGER_TOPIC_ID: "42" });
+  assert.equal(plain.code, 1);
+  assert.match(plain.err.join("\n"), /no forum topics: unset MESSENGER_TOPIC_ID/);
+});
+
+Deno.test("check lists every form of FORMS with its chat and topic, and checks each chat", async () => {
+  const settings = {
+    FORMS: "support,sales",
+    FORM_SUPPORT_TOPIC_ID: "42",
+    FORM_SALES_CHAT_ID: "-100777",
+    FORM_SALES_TITLE: "Sales",
+  };
+  const ok = await contactd(["check"], settings, (fake) => {
+    fake.topics.add(42);
+    fake.chats.add(-100777);
+  });
+  assert.equal(ok.code, 0, ok.err.join("\n"));
+  assert.deepEqual(ok.fake.calls.map((call) => call.method), [
+    "getMe",
+    "getChat",
+    "getChat",
+    "getChat",
+  ]);
+  assert.ok(
+    ok.out.includes(
+      `form support: POST /api/contact/support to chat ${CHAT_ID}, topic 42 ("support")`,
+    ),
+    ok.out.join("\n"),
+  );
+  assert.ok(ok.out.includes('form sales: POST /api/contact/sales to chat -100777 ("Sales")'));
+  // A form's chat the bot cannot reach fails the check, naming it.
+  const unreachable = await contactd(["check"], settings, (fake) => fake.topics.add(42));
+  assert.equal(unreachable.code, 1);
+  assert.match(unreachable.err.join("\n"), /chat -100777 is not reachable/);
+  // A form's topic in a chat without topics names the form's setting.
+  const noForum = await contactd(["check"], { FORMS: "a", FORM_A_TOPIC_ID: "5" });
+  assert.equal(noForum.code, 1);
+  assert.match(noForum.err.join("\n"), /no forum topics: unset FORM_A_TOPIC_ID/);
+});

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { decodeJson, isRecord } from "../../lib/common/json.ts";
+import { decodeJson, isRecord, parseJsonText } from "../../lib/common/json.ts";
 
 Deno.test("decodeJson refuses invalid UTF-8, invalid JSON and survives absurd nesting", () => {
   const encode = (text: string) => new TextEncoder().encode(text);
@@ -43,4 +43,12 @@ Deno.test("isRecord is true for JSON objects only", () => {
   assert.equal(isRecord({}), true);
   assert.equal(isRecord(Object.create(null)), true);
   for (const value of [null, [], "x", 1, true, undefined]) assert.equal(isRecord(value), false);
+});
+
+Deno.test("parseJsonText gives the value of JSON text, undefined for anything else, and never throws", () => {
+  assert.deepEqual(parseJsonText('{"a":[1,null]}'), { a: [1, null] });
+  assert.equal(parseJsonText("null"), null);
+  for (const bad of ["", "{", "undefined", '{"a":1}x', "[".repeat(100_000)]) {
+    assert.equal(parseJsonText(bad), undefined);
+  }
 });

@@ -202,3 +202,23 @@ Deno.test("SERVE_EXAMPLE=1 with a CHALLENGE is refused: the example page could n
     "altcha",
   );
 });
+
+Deno.test("RETENTION: unset keeps everything; hours or days from 1h, at least DELIVERY_MAX_AGE; anything else names the setting", () => {
+  assert.equal(parseConfig({}).retentionMs, undefined);
+  assert.equal(parseConfig({ RETENTION: "" }).retentionMs, undefined);
+  assert.equal(parseConfig({ RETENTION: "90d" }).retentionMs, 90 * 86_400_000);
+  assert.equal(
+    parseConfig({ RETENTION: "48h", DELIVERY_MAX_AGE: "36h" }).retentionMs,
+    48 * 3_600_000,
+  );
+  assert.equal(parseConfig({ RETENTION: "3650d" }).retentionMs, 3650 * 86_400_000);
+  for (const bad of ["90", "90m", "0d", "d", "-1d", "1.5d", "36501d", "ninety days"]) {
+    const error = configError({ RETENTION: bad });
+    assert.equal(error.setting, "RETENTION", bad);
+    assert.match(error.message, /^"RETENTION" must be a number with h or d/, bad);
+  }
+  // Shorter than DELIVERY_MAX_AGE (7d by default): a message may still be on its way.
+  const short = configError({ RETENTION: "6d" });
+  assert.equal(short.setting, "RETENTION");
+  assert.match(short.message, /at least "DELIVERY_MAX_AGE"/);
+});

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig, SETTING_NAMES } from "../../lib/config/config.ts";
 import {
+  ENV_NAMES,
+  exportFlags,
   fileOpenFailure,
+  forgetFlags,
   listenFailure,
   permissionGaps,
   permissionLine,
@@ -23,7 +26,7 @@ Deno.test("serviceFlags grants the listen address, the API host:port, one file a
     "--allow-net=127.0.0.1:8787,api.telegram.org:443",
     `--allow-read=${READ}`,
     `--allow-write=${STATE}`,
-    `--allow-env=${SETTING_NAMES.join(",")}`,
+    `--allow-env=${ENV_NAMES}`,
   ]);
 });
 
@@ -227,4 +230,29 @@ Deno.test("listen_failed names the address, and says what to do when the port is
   assert.equal(listenFailure(new Deno.errors.AddrNotAvailable("x"), "::2", 1).address, "[::2]:1");
   assert.match(listenFailure(new Deno.errors.AddrNotAvailable("x"), "::2", 1).hint!, /set HOST/);
   assert.equal(listenFailure(new Error("odd"), "127.0.0.1", 1).hint, undefined);
+});
+
+Deno.test("exportFlags grant reading the backup file and the settings only: no write, no network, not the outbox", () => {
+  assert.deepEqual(
+    exportFlags(parseConfig({ MESSAGES_FILE: "/var/lib/contactd/messages.jsonl" })),
+    [
+      "--no-prompt",
+      "--allow-read=/var/lib/contactd/messages.jsonl",
+      `--allow-env=${ENV_NAMES}`,
+    ],
+  );
+});
+
+Deno.test("forgetFlags grant contactd's own files and their directory, and the settings: no network", () => {
+  const file = "/var/lib/contactd/messages.jsonl";
+  const flags = forgetFlags(parseConfig({ MESSAGES_FILE: file }));
+  assert.deepEqual(flags, [
+    "--no-prompt",
+    `--allow-read=${stateFiles(file).join(",")},/var/lib/contactd`,
+    `--allow-write=${stateFiles(file).join(",")}`,
+    `--allow-env=${ENV_NAMES}`,
+  ]);
+  assert.ok(stateFiles(file).includes(`${file}.forget`));
+  assert.ok(stateFiles(file).includes(`${file}.forget.answer`));
+  assert.ok(stateFiles(file).includes(`${file}.rewrite`));
 });

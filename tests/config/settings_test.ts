@@ -70,3 +70,25 @@ Deno.test(".env.example, copied to .env as the README says, reads without a warn
   const text = await Deno.readTextFile(new URL("../../.env.example", import.meta.url));
   assert.deepEqual(parseEnvFile(text).warnings, []);
 });
+
+Deno.test("parseEnvFile names another relay's names for the token and the chat (TELEGRAM_BOT_TOKEN, BOT_TOKEN, TOKEN, CHAT_ID), never their values", () => {
+  const file = parseEnvFile(
+    [
+      "TELEGRAM_BOT_TOKEN=123:secret",
+      "BOT_TOKEN=123:secret",
+      "TOKEN=123:secret",
+      "CHAT_ID=-100",
+      "TELEGRAM_CHAT_ID=-100",
+      "FORM_SALES_CHAT_ID=-200",
+      "GITHUB_SHA=abc",
+    ].join("\n"),
+  );
+  assert.deepEqual(file.warnings.map((w) => [w.line, "closest" in w ? w.closest : undefined]), [
+    [1, "MESSENGER_BOT_TOKEN"],
+    [2, "MESSENGER_BOT_TOKEN"],
+    [3, "MESSENGER_BOT_TOKEN"],
+    [4, "MESSENGER_CHAT_ID"],
+    [5, "MESSENGER_CHAT_ID"],
+  ]);
+  assert.ok(!JSON.stringify(file.warnings).includes("secret"));
+});

@@ -7,6 +7,7 @@ import {
   type DeliveryHealth,
   deliveryStatus,
   HEALTHY,
+  PAUSE_PROBE_MS,
   type SendFailure,
 } from "../../lib/delivery/health.ts";
 import { fakeClock } from "../support/fake_clock.ts";
@@ -52,20 +53,19 @@ Deno.test("two failures in a row answer new senders at once until the backlog's 
   assert.equal(backlogResumesAt(health), clock.now() + 33_000);
 });
 
-Deno.test("a settings failure pauses the backlog until a success, whatever fails meanwhile, with its reason", () => {
+Deno.test("a settings failure pauses the backlog until a success, whatever fails meanwhile, with its reason, probing it every 10 minutes", () => {
   let health = afterFailure(HEALTHY, failure(0, "timeout"));
   health = afterFailure(health, failure(1_000, "401 Unauthorized", true));
   assert.deepEqual(deliveryStatus(health), { state: "paused", reason: "401 Unauthorized" });
-  assert.equal(backlogResumesAt(health), Infinity);
+  assert.equal(PAUSE_PROBE_MS, 600_000);
+  assert.equal(backlogResumesAt(health), 1_000 + PAUSE_PROBE_MS, "a probe, not never");
   // New submissions still try once each.
   assert.equal(answersAtOnceUntil(health, 1_000), undefined);
   const later = afterFailure(health, failure(2_000, "timeout"));
-  assert.equal(later, health, "a pause lasts until a success");
-  assert.equal(
-    afterFailure(health, failure(3_000, "403 Forbidden: bot was blocked by the user", true)),
-    health,
-    "the first reason stays",
-  );
+  assert.deepEqual(deliveryStatus(later), deliveryStatus(health), "a pause lasts until a success");
+  assert.equal(backlogResumesAt(later), 2_000 + PAUSE_PROBE_MS, "a failed try puts the probe off");
+  const blocked = afterFailure(health, failure(3_000, "403 Forbidden: bot was blocked", true));
+  assert.deepEqual(deliveryStatus(blocked), deliveryStatus(health), "the first reason stays");
 });
 
 Deno.test("a success ends an outage and a pause alike", () => {

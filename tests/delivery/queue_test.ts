@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { type DeliveryOutcome, DeliveryQueue } from "../../lib/delivery/queue.ts";
+import { type DeliveryOutcome, DeliveryQueue, type Destination } from "../../lib/delivery/queue.ts";
 import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
 import { OutboxEntryDamaged, type OutboxSubmission } from "../../lib/storage/outbox.ts";
 import { Pacer } from "../../lib/delivery/pacer.ts";
 import type { BotApiResult } from "../../lib/bot/api.ts";
+import { PAUSE_PROBE_MS } from "../../lib/delivery/health.ts";
 import { fakeClock } from "../support/fake_clock.ts";
 import { memoryOutbox } from "../support/memory_outbox.ts";
 import { formatTimestamp } from "../../lib/common/timestamp.ts";
@@ -50,20 +51,21 @@ function setup(options: {
   delayMs?: number;
   stopWaitMs?: number;
   wallStep?: number;
+  destination?: (form: string) => Destination | undefined;
 } = {}) {
   const clock = fakeClock(1_000_000);
   const wall = { step: options.wallStep ?? 0 };
   const store = memoryStore();
-  const sent: Array<{ at: number; text: string; ok: boolean }> = [];
+  const sent: Array<{ at: number; text: string; ok: boolean; to?: Destination }> = [];
   const logs: Array<{ level: LogLevel } & LogFields> = [];
   const state = { reply: options.reply ?? (() => OK) };
   const queue = new DeliveryQueue({
     chatId: options.chatId ?? PRIVATE_CHAT,
-    send: (text) => {
+    send: (text, to) => {
       const at = clock.now();
       const answer = () => {
         const result = state.reply(text, clock.now());
-        sent.push({ at, text, ok: result.ok });
+        sent.push({ at, text, ok: result.ok, ...(to === undefined ? {} : { to }) });
         return result;
       };
       const delayMs = options.delayMs ?? 0;
@@ -78,6 +80,7 @@ function setup(options: {
     waitMs: WAIT_MS,
     maxAgeMs: options.maxAgeMs ?? 7 * DAY,
     ...(options.stopWaitMs === undefined ? {} : { stopWaitMs: options.stopWaitMs }),
+    ...(options.destination === undefined ? {} : { destination: options.destination }),
   });
   /** Submits like lib/http/accept.ts: in the outbox first, then to the queue. */
   const submit = (s: OutboxSubmission) => {
@@ -283,8 +286,8 @@ Deno.test("a settings error pauses the backlog with one log line and a hint; new
   });
   for (let i = 0; i < 3; i++) store.add(submission(`old ${i}`), { status: 502 });
   queue.start();
-  await clock.advance(30 * 60_000);
-  assert.equal(sent.length, 1); // the backlog stopped at the first 401
+  await clock.advance(PAUSE_PROBE_MS - 1_000);
+  assert.equal(sent.length, 1); // the backlog stopped at the first 401 until its probe
   const paused = logs.filter((l) => l.event === "delivery_paused");
   assert.equal(paused.length, 1);
   assert.match(String(paused[0]!.hint), /MESSENGER_BOT_TOKEN/);
@@ -311,11 +314,48 @@ Deno.test("a 400 chat not found and a 403 from a blocked bot pause the backlog t
     const { clock, sent, queue, store, logs } = setup({ reply: () => reply });
     for (let i = 0; i < 3; i++) store.add(submission(), { status: 502 });
     queue.start();
-    await clock.advance(60 * 60_000);
+    await clock.advance(PAUSE_PROBE_MS - 1_000);
     assert.equal(sent.length, 1, reply.ok ? "" : reply.error);
+    await clock.advance(60 * 60_000);
+    // One probe every 10 minutes, each a single send; still one line for the pause.
+    assert.ok(sent.length >= 6 && sent.length <= 8, `${sent.length} sends in 70 minutes`);
     assert.equal(logs.filter((l) => l.event === "delivery_paused").length, 1);
     queue.close();
   }
+});
+
+Deno.test("a 400 message thread not found is a settings problem: paused, one line whose hint names MESSENGER_TOPIC_ID", async () => {
+  const reply = fail(400, "400 Bad Request: message thread not found");
+  const { clock, sent, queue, store, logs } = setup({ reply: () => reply });
+  for (let i = 0; i < 3; i++) store.add(submission(), { status: 502 });
+  queue.start();
+  await clock.advance(PAUSE_PROBE_MS - 1_000);
+  assert.equal(sent.length, 1);
+  await clock.advance(30 * 60_000);
+  assert.ok(sent.length <= 5, `${sent.length} sends in 30 minutes: probes only`);
+  const paused = logs.filter((l) => l.event === "delivery_paused");
+  assert.equal(paused.length, 1);
+  assert.equal(paused[0]!.reason, reply.ok ? "" : reply.error);
+  assert.match(String(paused[0]!.hint), /MESSENGER_TOPIC_ID/);
+  queue.close();
+});
+
+Deno.test("a paused backlog is probed every 10 minutes: a fix made without a restart delivers it and ends the pause", async () => {
+  let kicked = true;
+  const { clock, sent, queue, store, logs } = setup({
+    reply: () => kicked ? fail(403, "403 Forbidden: bot was kicked from the group chat") : OK,
+  });
+  store.add(submission("waiting"), { status: 502 });
+  queue.start();
+  await clock.advance(60_000);
+  assert.equal(queue.status().state, "paused");
+  kicked = false; // the operator adds the bot back; nobody submits anything
+  await clock.advance(PAUSE_PROBE_MS);
+  assert.equal([...store.entries()].length, 0);
+  assert.equal(sent.filter((s) => s.ok).length, 1);
+  assert.equal(queue.status().state, "ok");
+  assert.ok(logs.some((l) => l.event === "delivery_resumed"));
+  queue.close();
 });
 
 Deno.test("a migrated group is named in a chat_migrated hint", async () => {
@@ -737,4 +777,85 @@ Deno.test("close stops waiting for a call in flight after stopWaitMs, answers it
   assert.equal(inFlight.value?.ok, false);
   assert.ok(logs.some((l) => l.event === "delivery_stop_timeout" && l.id === s.id));
   assert.equal([...store.entries()].length, 1, "left in the outbox for the next start");
+});
+
+const SALES: Destination = { form: "sales", chatId: -1005555, topicId: 9, title: "Sales" };
+
+Deno.test("a form's notification goes to its form's chat and topic, with its title in the header", async () => {
+  const { clock, sent, queue, submit } = setup({
+    destination: (form) => form === "sales" ? SALES : undefined,
+  });
+  queue.start();
+  const outcome = submit({ ...submission("quote"), form: "sales" });
+  submit(submission("plain"));
+  await clock.settle();
+  assert.deepEqual(outcome.value, { ok: true });
+  assert.deepEqual(sent.map((s) => s.to), [SALES, undefined]);
+  assert.match(sent[0]!.text, /^New contact message #s\d+\nForm: Sales\n/);
+  assert.doesNotMatch(sent[1]!.text, /\nForm: /);
+  queue.close();
+});
+
+Deno.test("pacing is per chat: forms in two chats each get their own burst, forms in one chat share it", async () => {
+  const other: Destination = { form: "other", chatId: 777, title: "other" };
+  const { clock, sent, queue, submit } = setup({
+    destination: (form) =>
+      form === "other"
+        ? other
+        : form === "same"
+        ? { form: "same", chatId: PRIVATE_CHAT, title: "same" }
+        : undefined,
+  });
+  queue.start();
+  for (let i = 0; i < 4; i++) {
+    submit({ ...submission(`other ${i}`), form: "other" });
+    submit(submission(`default ${i}`));
+  }
+  await clock.settle();
+  // A burst of 3 per chat: 6 at once from two chats (one chat alone would allow 3).
+  assert.equal(sent.length, 6, sent.map((s) => s.text.split("\n").at(-1)).join(", "));
+  await clock.advance(5_000);
+  assert.equal(sent.length, 8);
+
+  const shared = setup({
+    destination: (form) =>
+      form === "same" ? { form: "same", chatId: PRIVATE_CHAT, title: "same" } : undefined,
+  });
+  shared.queue.start();
+  for (let i = 0; i < 3; i++) {
+    shared.submit({ ...submission(`same ${i}`), form: "same" });
+    shared.submit(submission(`default ${i}`));
+  }
+  await shared.clock.settle();
+  assert.equal(shared.sent.length, 3, "one chat, one burst");
+  queue.close();
+  shared.queue.close();
+});
+
+Deno.test("a pending message of a form FORMS no longer names goes to the default chat, with one form_removed line", async () => {
+  const { clock, sent, queue, store, logs } = setup({ destination: () => undefined });
+  store.add({ ...submission("orphan"), form: "gone" }, { status: 502 });
+  queue.start();
+  await clock.advance(1_000);
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0]!.to, undefined);
+  const removed = logs.filter((l) => l.event === "form_removed");
+  assert.equal(removed.length, 1);
+  assert.deepEqual([removed[0]!.form, removed[0]!.level], ["gone", "warn"]);
+  queue.close();
+});
+
+Deno.test("a settings problem in a form's chat pauses with one line naming the form and its settings", async () => {
+  const { clock, queue, submit, logs } = setup({
+    destination: () => SALES,
+    reply: () => fail(400, "400 Bad Request: chat not found"),
+  });
+  queue.start();
+  submit({ ...submission("quote"), form: "sales" });
+  await clock.settle();
+  const paused = logs.filter((l) => l.event === "delivery_paused");
+  assert.equal(paused.length, 1);
+  assert.equal(paused[0]!.form, "sales");
+  assert.match(String(paused[0]!.hint), /form sales: FORM_SALES_CHAT_ID, FORM_SALES_TOPIC_ID/);
+  queue.close();
 });

@@ -315,9 +315,13 @@ async function serviceBehindSites<S extends [Site, ...Site[]]>(
   return { service, sites };
 }
 
-/** A static site on its own origin serving the example with `action` pointing at contactd. */
-function startStaticSite(contactUrl: string): Site {
-  const page = Deno.readTextFileSync(new URL("../../examples/contact.html", import.meta.url))
+/**
+ * A static site on its own origin serving the example with `action` pointing at contactd, after
+ * `variant` (the example as it is, by default) has changed the page.
+ */
+function startStaticSite(contactUrl: string, variant = (page: string) => page): Site {
+  const example = Deno.readTextFileSync(new URL("../../examples/contact.html", import.meta.url));
+  const page = variant(example)
     .replace('action="/api/contact"', `action="${contactUrl}/api/contact"`);
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
@@ -403,18 +407,11 @@ Deno.test({
   name:
     "browser: with CHALLENGE=altcha the example form solves the challenge in the page and sends",
   ...options,
-  fn: async () => {
-    const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
-    const { service, sites: [site] } = await serviceBehindSites(
-      fake,
-      (contactUrl) => [startAltchaSite(contactUrl)],
-      {
-        CHALLENGE: "altcha",
-        CHALLENGE_SECRET: "YnJvd3Nlci10ZXN0LWFsdGNoYS1zZWNyZXQta2V5LTAxMjM0NTY3",
-      },
-    );
-    const browser = await launchBrowser();
-    try {
+  fn: () =>
+    withOneSite(startAltchaSite, {
+      CHALLENGE: "altcha",
+      CHALLENGE_SECRET: "YnJvd3Nlci10ZXN0LWFsdGNoYS1zZWNyZXQta2V5LTAxMjM0NTY3",
+    }, async ({ browser, service, site, fake }) => {
       const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
       const page = await context.newPage();
       await page.goto(`${site.url}/`);
@@ -451,12 +448,88 @@ Deno.test({
       assert.equal(record!.message, "Solved in Chromium");
       assert.equal(record!.altcha, undefined);
       assert.equal(fake.delivered.length, 1);
-    } finally {
-      await browser.close();
-      assert.equal(await service.stop(), 0);
-      await site.close();
-      await fake.close();
-      await Deno.remove(service.dir, { recursive: true });
-    }
-  },
+    }),
+});
+
+/**
+ * Runs `run` with contactd behind one static site (`makeSite`, on another origin, allowed), with
+ * `settings` on top, a fake Bot API and a browser; stops and removes them all afterwards.
+ */
+async function withOneSite(
+  makeSite: (contactUrl: string) => Site,
+  settings: Record<string, string>,
+  run: (
+    world: { browser: Browser; service: Service; site: Site; fake: FakeBotApi },
+  ) => Promise<void>,
+) {
+  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+  const { service, sites: [site] } = await serviceBehindSites(
+    fake,
+    (contactUrl) => [makeSite(contactUrl)],
+    settings,
+  );
+  const browser = await launchBrowser();
+  try {
+    await run({ browser, service, site, fake });
+  } finally {
+    await browser.close();
+    assert.equal(await service.stop(), 0);
+    await site.close();
+    await fake.close();
+    await Deno.remove(service.dir, { recursive: true });
+  }
+}
+
+/** The example with its block of fields of one's own uncommented, as its comment says to. */
+function withOwnFields(example: string): string {
+  const block = /<!-- Fields of your own[^\n]*\n(?:[^\n]*\n){2}([\s\S]*?)\s*-->/.exec(example);
+  assert.ok(block !== null, "the example form has no block of fields of one's own");
+  return example.replace(block[0], block[1]!);
+}
+
+Deno.test({
+  name:
+    "browser: the example's variant with fields of one's own sends every field, with or without JavaScript",
+  ...options,
+  fn: () =>
+    withOneSite((url) => startStaticSite(url, withOwnFields), {}, async (world) => {
+      const { browser, service, site, fake } = world;
+      for (const javaScriptEnabled of [true, false]) {
+        const context = await browser.newContext({ javaScriptEnabled });
+        const page = await context.newPage();
+        await page.goto(`${site.url}/`);
+        await fill(page, { name: "Carl", contact: "carl@example.org", message: "Please call me" });
+        await page.locator("#contactd-subject").fill("Quote");
+        await page.locator("#contactd-phone").fill("+1 555");
+        await page.locator("input[name=topics][value=websites]").click();
+        await page.locator("input[name=topics][value=hosting]").click();
+        if (javaScriptEnabled) {
+          await page.screenshot({ path: `${OUTPUT}form-own-fields.png`, fullPage: true });
+          assert.equal((await send(page)).text, "Thank you. Your message was sent.");
+        } else {
+          // Without a script the browser posts the form itself and shows contactd's page.
+          await page.locator("button[type=submit]").click();
+          await page.waitForURL(/\/api\/contact$/);
+          assert.equal(
+            (await page.locator("body").textContent())?.trim(),
+            "Thank you. Your message was sent.",
+          );
+        }
+        await context.close();
+      }
+      assert.equal(fake.delivered.length, 2);
+      for (const text of fake.delivered) {
+        assert.match(text, /\nSubject: Quote\nFrom: Carl\nContact: carl@example\.org\n/);
+        assert.match(text, /\n\n· phone: \+1 555\n· topics: websites, hosting\n\nPlease call me$/);
+      }
+      const records = await service.records();
+      assert.deepEqual(
+        records.map((record) => record.fields),
+        [0, 1].map(() => ({
+          subject: "Quote",
+          phone: "+1 555",
+          topics: "websites, hosting",
+        })),
+      );
+    }),
 });

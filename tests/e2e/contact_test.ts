@@ -276,3 +276,53 @@ Deno.test("e2e: SIGTERM the moment it says 'listening' stops it gracefully, exit
     }
   }
 });
+
+Deno.test("e2e: a Formspree-style body is delivered with every field shown and stored; _gotcha is a honeypot", async () => {
+  await withService({}, async (service, fake) => {
+    const body = {
+      name: "Carl",
+      email: "carl@example.org",
+      subject: "Quote",
+      phone: "+1 555",
+      message: "Please call me",
+    };
+    assert.equal((await service.post(body)).status, 200);
+    assert.equal((await service.post({ ...body, _gotcha: "bot" })).status, 200);
+    assert.equal(fake.delivered.length, 1);
+    const text = fake.delivered[0]!;
+    assert.match(text, /\nSubject: Quote\nFrom: Carl\nContact \(email\): carl@example\.org\n/);
+    assert.match(text, /\n\n· phone: \+1 555\n\nPlease call me$/);
+    const records = await service.records();
+    assert.equal(records.length, 1);
+    assert.equal(records[0]!.contact, "carl@example.org");
+    assert.deepEqual(records[0]!.fields, { subject: "Quote", phone: "+1 555" });
+  });
+});
+
+Deno.test("e2e: a multipart/form-data post is delivered with its fields; one with a file is 415 and not sent", async () => {
+  await withService({}, async (service, fake) => {
+    const send = (form: FormData) =>
+      fetch(`${service.url}/api/contact`, {
+        method: "POST",
+        headers: { "x-forwarded-for": "198.51.100.1" },
+        body: form,
+      });
+    const text = new FormData();
+    text.append("name", "Ann");
+    text.append("budget", "5000");
+    text.append("message", "Hello");
+    const ok = await send(text);
+    assert.equal(ok.status, 200);
+    await ok.body?.cancel();
+    const withFile = new FormData();
+    withFile.append("message", "Hello");
+    withFile.append("cv", new File(["%PDF"], "cv.pdf", { type: "application/pdf" }));
+    const refused = await send(withFile);
+    assert.equal(refused.status, 415);
+    assert.match(await refused.text(), /Files are not accepted/);
+    assert.equal(fake.delivered.length, 1);
+    assert.match(fake.delivered[0]!, /· budget: 5000\n\nHello$/);
+    const records = await service.records();
+    assert.deepEqual(records.map((record) => record.fields), [{ budget: "5000" }]);
+  });
+});

@@ -6,21 +6,12 @@
  */
 import assert from "node:assert/strict";
 import type { FakeBotApi } from "../support/fake_bot_api.ts";
-import { serviceCommand, withRestarts, withService } from "../support/service.ts";
+import { runPending, waitFor, withRestarts, withService } from "../support/service.ts";
 
 /** A private chat: about one message a second after a burst of three. */
 const PRIVATE_CHAT = 424242;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Waits until `done()` holds, failing after `ms` with `what`. */
-async function waitFor(done: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** How many notifications name each message text (the message is the last line). */
 function deliveries(fake: FakeBotApi): Map<string, number> {
@@ -30,19 +21,6 @@ function deliveries(fake: FakeBotApi): Map<string, number> {
     counts.set(message, (counts.get(message) ?? 0) + 1);
   }
   return counts;
-}
-
-/** `contactd pending` run by the real main.ts against `file`'s outbox, with the service's flags. */
-async function pending(file: string, ...flags: string[]) {
-  const { args, env } = serviceCommand({ MESSAGES_FILE: file });
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: [...args, "pending", ...flags],
-    clearEnv: true,
-    env,
-    stdin: "null",
-  }).output();
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
 }
 
 Deno.test("e2e: a burst of 30 from 30 addresses is paced under flood control and all delivered in about the time the limits allow", async () => {
@@ -97,7 +75,7 @@ Deno.test("e2e: submissions during an outage (HTML 502, then refused connections
     const records = await service.records();
     assert.deepEqual(records.map((r) => r.messenger_ok), [false, false, false, false]);
     assert.ok(service.logs().some((log) => log.event === "delivery_retry"));
-    const done = await pending(service.file);
+    const done = await runPending(service.file);
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /^nothing pending/);
   }, { chatId: PRIVATE_CHAT });
@@ -158,7 +136,7 @@ Deno.test("e2e: a wrong chat id pauses redelivery with one error line; pending l
   await withRestarts(PRIVATE_CHAT, async (start, fake) => {
     const wrong = await start({ MESSENGER_CHAT_ID: String(PRIVATE_CHAT + 1) });
     for (const [i, message] of ["first", "second"].entries()) {
-      const response = await wrong.post({ message, name: "Ann" }, `10.34.0.${i}`);
+      const response = await wrong.post({ message, name: "Ann", phone: "+1 555" }, `10.34.0.${i}`);
       assert.equal(response.status, 502);
       assert.equal((await response.json()).stored, true);
     }
@@ -170,7 +148,7 @@ Deno.test("e2e: a wrong chat id pauses redelivery with one error line; pending l
     assert.match(String(paused[0]!.hint), /MESSENGER_CHAT_ID/);
     assert.equal(await wrong.stop(), 0);
 
-    const listed = await pending(wrong.file);
+    const listed = await runPending(wrong.file);
     assert.equal(listed.code, 0, listed.stderr);
     const ids = wrong.logs().filter((log) => log.event === "contact").map((log) => log.id);
     for (const id of ids) assert.match(listed.stdout, new RegExp(`^${id}\\t`, "m"));
@@ -179,17 +157,22 @@ Deno.test("e2e: a wrong chat id pauses redelivery with one error line; pending l
       !listed.stdout.includes("first") && !listed.stdout.includes("Ann"),
       "no text unless asked",
     );
-    const withText = await pending(wrong.file, "--with-text");
-    assert.match(withText.stdout, /message: "first"/);
+    const withText = await runPending(wrong.file, "--with-text");
+    assert.ok(
+      withText.stdout.includes('message: "first"\n  field phone: +1 555\n'),
+      withText.stdout,
+    );
 
     const fixed = await start({ MESSAGES_FILE: wrong.file });
     await waitFor(() => deliveries(fake).size === 2, 15_000, "both delivered after the restart");
     for (const text of fake.delivered) {
       assert.match(text, /Delivered late: first attempt failed: 400 Bad Request: chat not found/);
+      // The form's other fields come back from the outbox with the rest.
+      assert.match(text, /\n· phone: \+1 555\n/);
     }
     assert.match(fake.delivered[0]!, /^New contact message #[0-9a-z]{8}\n/);
     assert.equal(await fixed.stop(), 0);
-    assert.match((await pending(wrong.file)).stdout, /^nothing pending/);
+    assert.match((await runPending(wrong.file)).stdout, /^nothing pending/);
   });
 });
 
@@ -223,7 +206,7 @@ Deno.test("e2e: 12 submissions Telegram refuses at the head of the backlog do no
     const logs = service.logs();
     assert.equal(logs.filter((l) => l.event === "delivered" && l.fallback === true).length, 12);
     assert.equal(logs.filter((l) => l.event === "delivery_paused").length, 0);
-    const done = await pending(service.file);
+    const done = await runPending(service.file);
     assert.match(done.stdout, /^nothing pending/);
   }, { chatId: PRIVATE_CHAT });
 });
@@ -243,7 +226,7 @@ Deno.test("e2e: SIGTERM while a notification is in flight waits for it: the send
       (await first.records()).map((r) => [r.message, r.messenger_ok]),
       [["in flight", true]],
     );
-    assert.match((await pending(first.file)).stdout, /^nothing pending/);
+    assert.match((await runPending(first.file)).stdout, /^nothing pending/);
 
     const second = await start({ MESSAGES_FILE: first.file });
     await sleep(2000);

@@ -2,7 +2,7 @@
  * `deno task start`: the launcher, run with exactly the flags of the task in deno.json.
  */
 import assert from "node:assert/strict";
-import { SETTING_NAMES } from "../../lib/config/config.ts";
+import { ENV_NAMES } from "../../lib/config/permissions.ts";
 import {
   baseEnv,
   CHAT_ID,
@@ -37,7 +37,7 @@ function taskArgs(...args: string[]): string[] {
 Deno.test("deno task contactd reads exactly the settings main.ts reads, and runs only the Deno that runs it", () => {
   assert.equal(TASKS.start, "deno task contactd serve");
   const words = TASK.replaceAll(EXEC_PATH, "EXEC_PATH").split(/\s+/);
-  assert.ok(words.includes(`--allow-env=${SETTING_NAMES.join(",")}`));
+  assert.ok(words.includes(`--allow-env=${ENV_NAMES}`));
   assert.ok(words.includes("--allow-read=.env"));
   assert.ok(words.includes("--allow-run=EXEC_PATH"));
   assert.ok(
@@ -93,6 +93,23 @@ Deno.test("deno task start refuses a malformed setting with one line naming it",
   const lines = new TextDecoder().decode(output.stderr).trim().split("\n");
   assert.equal(lines.length, 1);
   assert.equal(JSON.parse(lines[0]!).setting, "PORT");
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("deno task start reads a form's settings from the environment for FORMS in .env (FORM_* granted)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+  await Deno.writeTextFile(`${dir}/.env`, "FORMS=sales-eu\n", { mode: 0o600 });
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: taskArgs("serve"),
+    cwd: dir,
+    clearEnv: true,
+    // Read and refused: the General topic (a value that only a form's setting can carry here).
+    env: { ...baseEnv(), FORM_SALES_EU_TOPIC_ID: "1" },
+  }).output();
+  assert.equal(output.code, 1);
+  const lines = new TextDecoder().decode(output.stderr).trim().split("\n");
+  assert.equal(lines.length, 1, lines.join("\n"));
+  assert.equal(JSON.parse(lines[0]!).setting, "FORM_SALES_EU_TOPIC_ID");
   await Deno.remove(dir, { recursive: true });
 });
 

@@ -27,7 +27,7 @@ Deno.test("parseFormPost applies the JSON rules: required message, limits, clean
   const ok = parseFormPost(bytes("name=%E2%80%AEAnn&message=++Hello++&other=x"), []);
   assert.deepEqual(ok.result, {
     kind: "valid",
-    submission: { name: "Ann", contact: "", message: "Hello" },
+    submission: { name: "Ann", contact: "", message: "Hello", fields: { other: "x" } },
   });
   assert.deepEqual(parseFormPost(bytes("message=+"), []).result, {
     kind: "invalid",

@@ -79,12 +79,19 @@ Deno.test("parseSubmission judges the length after trimming", () => {
   assert.equal(valid({ message: "m", name: ` ${"a".repeat(200)}  ` }).name.length, 200);
 });
 
-Deno.test("parseSubmission ignores unknown and prototype keys without polluting anything", () => {
-  const body = JSON.parse(
-    '{"message":"hi","__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}},"extra":1}',
-  );
-  assert.deepEqual(valid(body), { name: "", contact: "", message: "hi" });
+Deno.test("parseSubmission keeps other fields as plain keys without polluting anything", () => {
+  const body = JSON.parse('{"message":"hi","__proto__":{"polluted":true},"constructor":"c","x":1}');
+  const submission = valid(body);
+  assert.deepEqual(submission, {
+    name: "",
+    contact: "",
+    message: "hi",
+    fields: { constructor: "c", x: "1" },
+  });
+  assert.equal(Object.getPrototypeOf(submission.fields), Object.prototype);
   assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  const nested = invalid(JSON.parse('{"message":"hi","constructor":{"prototype":{"x":1}}}'));
+  assert.deepEqual([nested.code, nested.field], ["field_type", "constructor"]);
 });
 
 Deno.test("parseSubmission does not read fields inherited from a prototype", () => {

@@ -82,6 +82,12 @@ function value(random: Random, depth: number): unknown {
   }
 }
 
+/** A value an extra field may hold: null, a boolean, a number, a string, or a list of them. */
+function fieldValue(random: Random): unknown {
+  const scalar = () => random() < 0.5 ? text(random, 12) : value(random, 4);
+  return random() < 0.2 ? Array.from({ length: int(random, 3) }, scalar) : scalar();
+}
+
 /** A message with at least one visible character, within the limit before cleaning. */
 const visible = (random: Random, max: number) => "m" + text(random, max);
 
@@ -95,7 +101,8 @@ function generate(
     ? "application/json"
     : pick(random, ["text/plain", "", "application/jsonp"]);
   const wrongType = type !== "application/json";
-  const extra = random() < 0.3 ? { x: value(random, 0) } : {};
+  // An extra field the rules keep (lib/form/fields.ts): a scalar, or a list of them.
+  const extra = random() < 0.3 ? { x: fieldValue(random) } : {};
   const blank = pick(random, [undefined, null, "", "  \t"]);
   const website = blank === undefined ? {} : { website: blank };
   const kind = int(random, 5);

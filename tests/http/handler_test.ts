@@ -12,8 +12,11 @@ Deno.test("POST /api/contact notifies, stores one record, then answers 200 {ok:t
   assert.equal(response.headers.get("content-type"), "application/json");
   assert.equal(state.texts.length, 1);
   assert.match(state.texts[0]!, /Hello/);
+  // The record carries the submission's id, the #id the chat shows.
+  assert.match(state.texts[0]!, /#id000001\b/);
   assert.deepEqual(state.lines.map((line) => JSON.parse(line)), [{
     ts: "2026-11-22T14:03:09Z",
+    id: "id000001",
     name: "Ann",
     contact: "@ann",
     message: "Hello",
@@ -66,7 +69,7 @@ Deno.test("POST /api/contact answers 413 for bodies over 16384 bytes, 415 for ot
   const big = await handler(post({ message: "a".repeat(16_400) }), PEER);
   assert.equal(big.status, 413);
   assert.equal((await big.json()).error, "payload_too_large");
-  for (const type of ["text/plain", "multipart/form-data; boundary=x", "application/jsonx"]) {
+  for (const type of ["text/plain", "multipart/mixed; boundary=x", "application/jsonx"]) {
     const response = await handler(
       post({ message: "m" }, { "content-type": type }, "10.9.9.9"),
       PEER,

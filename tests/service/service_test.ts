@@ -5,6 +5,8 @@ import type { LogFields } from "../../lib/log/logger.ts";
 import type { Settings } from "../../lib/config/settings.ts";
 import { fakeClock } from "../support/fake_clock.ts";
 import { SUMMARY_INTERVAL_MS } from "../../lib/log/tally.ts";
+import { FORGET_POLL_MS } from "../../lib/storage/forget_request.ts";
+import { RETENTION_INTERVAL_MS } from "../../lib/storage/retention.ts";
 
 /** A fake world: what the service did, in order, and the signal handlers it holds. */
 function fakeWorld(options: { listen?: "ok" | "fails"; onServe?: () => void } = {}) {
@@ -107,7 +109,7 @@ Deno.test("a stop signal ends the service: stopping, the server drained, everyth
     // ...last: a second SIGTERM while the queue drains must not find the default action.
     const firstUnlisten = world.events.findIndex((event) => event.startsWith("unlisten"));
     assert.ok(firstUnlisten > world.events.indexOf("cancel summaries"), world.events.join(", "));
-    assert.equal(world.cancelled(), 1, "the summary timer is cancelled");
+    assert.equal(world.cancelled(), world.intervals.length, "every timer is cancelled");
   }));
 
 Deno.test("a stop signal that comes while the port is being listened on stops the service at once", () =>
@@ -144,7 +146,7 @@ Deno.test("a failed listen is logged as listen_failed, and everything opened is 
     assert.equal(world.logs.at(-1)!.event, "listen_failed");
     assert.match(String(world.logs.at(-1)!.error), /address in use/);
     assert.equal(world.held(), 0, "no signal listener is left behind");
-    assert.equal(world.cancelled(), 1, "the summary timer is cancelled");
+    assert.equal(world.cancelled(), world.intervals.length, "every timer is cancelled");
     // The files were closed: a second start on them opens them again and serves.
     const again = fakeWorld();
     await using second = await startService(settingsIn(dir), again.io);
@@ -194,7 +196,66 @@ Deno.test("the service flushes the refusal tally every SUMMARY_INTERVAL_MS, and 
     {
       await using service = await startService(settingsIn(dir), world.io);
       assert.ok(service);
-      assert.deepEqual(world.intervals, [SUMMARY_INTERVAL_MS]);
+      // The forget poll (lib/storage/forget_request.ts), then the summaries.
+      assert.deepEqual(world.intervals, [FORGET_POLL_MS, SUMMARY_INTERVAL_MS]);
     }
-    assert.equal(world.cancelled(), 1);
+    assert.equal(world.cancelled(), 2);
+  }));
+
+Deno.test("RETENTION runs at start, before the service listens, then daily; the stop cancels it", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    const file = `${dir}/messages.jsonl`;
+    const old = JSON.stringify({ ts: "2000-01-01T00:00:00Z", message: "old" }) + "\n";
+    const young = JSON.stringify({ ts: "2999-01-01T00:00:00Z", message: "young" }) + "\n";
+    await Deno.writeTextFile(file, old + young, { mode: 0o600 });
+    {
+      await using service = await startService(settingsIn(dir, { RETENTION: "30d" }), world.io);
+      assert.ok(service);
+      const retention = world.events.indexOf("log retention");
+      assert.ok(retention > 0 && retention < world.events.indexOf("serve"), world.events.join());
+      assert.deepEqual(world.logs.find((line) => line.event === "retention"), {
+        event: "retention",
+        removed: 1,
+        kept: 1,
+      });
+      assert.equal(await Deno.readTextFile(file), young);
+      assert.deepEqual(world.intervals, [
+        RETENTION_INTERVAL_MS,
+        FORGET_POLL_MS,
+        SUMMARY_INTERVAL_MS,
+      ]);
+    }
+    assert.equal(world.cancelled(), 3);
+  }));
+
+Deno.test("a stop signal while start-up waits for getMe is graceful: the stop signals are listened for first", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    const asked = Promise.withResolvers<void>();
+    const answer = Promise.withResolvers<Response>();
+    const starting = startService(
+      settingsIn(dir, {
+        MESSENGER_BOT_TOKEN: "123456789:AAE_secret-token-value",
+        MESSENGER_CHAT_ID: "-1001234567890",
+      }),
+      {
+        ...world.io,
+        fetch: () => {
+          world.events.push("fetch");
+          asked.resolve();
+          return answer.promise;
+        },
+      },
+    );
+    await asked.promise;
+    // getMe is in flight: a SIGTERM now must find contactd's listener, not the default action.
+    assert.ok(world.events.includes("listen SIGTERM"), world.events.join(", "));
+    world.send("SIGTERM");
+    answer.resolve(Response.json({ ok: true, result: { id: 1, username: "held_bot" } }));
+    await using service = await starting;
+    assert.ok(service);
+    await service.finished;
+    assert.equal(world.servers[0]!.shutdowns, 1);
+    assert.equal(world.logs.find((fields) => fields.event === "stopping")?.signal, "SIGTERM");
   }));

@@ -3,6 +3,7 @@ import { type BackupRecord, formatRecord, openBackupFile } from "../../lib/stora
 
 const RECORD: BackupRecord = {
   ts: "2026-11-22T14:03:09Z",
+  id: "k3Jd9xQa",
   name: "Ann",
   contact: "@ann",
   message: "line 1\nline 2",
@@ -17,6 +18,7 @@ Deno.test("formatRecord writes one line with the keys in the documented order", 
   assert.equal(line.indexOf("\n"), line.length - 1);
   assert.deepEqual(Object.keys(JSON.parse(line)), [
     "ts",
+    "id",
     "name",
     "contact",
     "message",

@@ -222,3 +222,37 @@ Deno.test("group commit resolves each line with its file offset, after a torn la
   syncs[1]!.release();
   assert.equal(await next, 17);
 });
+
+Deno.test("exclusive runs after the write in flight is synced, holds later lines back until it settles, then writes them in order; one task at a time, a failed one releases the file", async () => {
+  const { file, events, syncs, written } = heldFile();
+  const appender = createGroupAppender(file);
+  const a = tracked(appender.append("a\n"));
+  await settle(); // "a" is being written and synced
+  const order: string[] = [];
+  let finishFirst = () => {};
+  const first = appender.exclusive(async () => {
+    order.push("first starts");
+    await new Promise<void>((resolve) => (finishFirst = resolve));
+    order.push("first ends");
+    throw new Error("the task failed");
+  });
+  const second = appender.exclusive(() => (order.push("second"), Promise.resolve("two")));
+  const b = tracked(appender.append("b\n"));
+  await settle();
+  assert.deepEqual(order, [], "not before the write in flight is synced");
+  syncs[0]!.release();
+  await settle();
+  assert.equal(a.done, true);
+  assert.deepEqual(order, ["first starts"]);
+  assert.deepEqual(events, ["write", "sync"], "b is held back");
+  finishFirst();
+  await assert.rejects(first, /the task failed/);
+  assert.equal(await second, "two");
+  assert.deepEqual(order, ["first starts", "first ends", "second"]);
+  await settle();
+  syncs[1]!.release();
+  await settle();
+  assert.equal(b.done, true);
+  assert.equal(written.join(""), "a\nb\n");
+  await appender.close();
+});

@@ -222,6 +222,7 @@ Deno.test("recovery writes the missing backup records: interrupted if undelivere
   assert.deepEqual(records, [
     formatRecord({
       ts,
+      id: interrupted.id,
       name,
       contact,
       message,

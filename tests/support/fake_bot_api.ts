@@ -58,6 +58,21 @@ export interface FakeBotApi {
    * time (a message Telegram will not take as written); `undefined`: none.
    */
   refuse: RegExp | undefined;
+  /**
+   * The chat's forum topics (`message_thread_id`s) that exist; a `sendMessage` naming another
+   * (General's 1 included, a deleted topic) is refused `400 Bad Request: message thread not found`,
+   * as Telegram does. Empty by default.
+   */
+  readonly topics: Set<number>;
+  /** The `message_thread_id` of each of `delivered` (`undefined`: none given). */
+  readonly deliveredTopics: (number | undefined)[];
+  /**
+   * The chats `sendMessage` and `getChat` reach: {@linkcode FakeBotApiOptions.chatId} and any
+   * added (several forms, each to its own chat); another is `400 Bad Request: chat not found`.
+   */
+  readonly chats: Set<number>;
+  /** The chat of each of `delivered`. */
+  readonly deliveredChats: number[];
   /** What `getUpdates` returns as its `result`. */
   updates: unknown[];
   /** `getMe` calls answered aside (see {@linkcode FakeBotApiOptions.scriptGetMe}). */
@@ -274,11 +289,17 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
       case "getUpdates":
         return ok(fake.updates);
       case "getChat":
-        return String(body.chat_id) === String(options.chatId)
+        return fake.chats.has(Number(body.chat_id))
           ? ok(
-            options.chatId < 0
-              ? { id: options.chatId, type: "supergroup", title: "contactd test group" }
-              : { id: options.chatId, type: "private", first_name: "Test" },
+            Number(body.chat_id) < 0
+              ? {
+                id: Number(body.chat_id),
+                type: "supergroup",
+                title: "contactd test group",
+                // A group with topics is a forum.
+                ...(fake.topics.size > 0 ? { is_forum: true } : {}),
+              }
+              : { id: Number(body.chat_id), type: "private", first_name: "Test" },
           )
           : reply(apiError(400, "Bad Request: chat not found"));
       case "sendMessage":
@@ -290,7 +311,7 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
 
   const sendMessage = (body: Record<string, unknown>): Response => {
     // The real API also accepts chat ids as strings.
-    if (String(body.chat_id) !== String(options.chatId)) {
+    if (!fake.chats.has(Number(body.chat_id))) {
       return reply(apiError(400, "Bad Request: chat not found"));
     }
     const text = typeof body.text === "string" ? body.text : "";
@@ -298,14 +319,20 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     if (text.length > 4096 || fake.refuse?.test(text) === true) {
       return reply(apiError(400, "Bad Request: message is too long"));
     }
+    const topic = body.message_thread_id;
+    if (topic !== undefined && !(typeof topic === "number" && fake.topics.has(topic))) {
+      return reply(apiError(400, "Bad Request: message thread not found"));
+    }
     const limited = floodCheck(Number(body.chat_id));
     if (limited !== undefined) return limited;
+    fake.deliveredTopics.push(topic as number | undefined);
+    fake.deliveredChats.push(Number(body.chat_id));
     fake.delivered.push(text);
     fake.deliveredAt.push(Date.now());
     return ok({
       message_id: nextMessageId++,
       date: Math.floor(Date.now() / 1000),
-      chat: { id: options.chatId, type: "private" },
+      chat: { id: Number(body.chat_id), type: "private" },
       text,
     });
   };
@@ -335,6 +362,10 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     },
     script: [],
     refuse: undefined,
+    topics: new Set(),
+    deliveredTopics: [],
+    chats: new Set([options.chatId]),
+    deliveredChats: [],
     updates: [],
     async outage(mode) {
       down = mode === "html" ? "html" : false;

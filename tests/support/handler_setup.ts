@@ -27,6 +27,8 @@ export function setup(options: {
   /** The outbox's add (default: kept in `state.outbox`). */
   store?: (submission: OutboxSubmission) => Promise<void>;
   allowedOrigins?: readonly string[];
+  /** `FORMS` (default: none). */
+  forms?: HandlerDeps["forms"];
   examplePage?: Uint8Array;
   bodyDeadline?: (nowMs: number) => AbortSignal;
   /** Called before each log line is kept; a throw here is the logger failing. */
@@ -73,6 +75,7 @@ export function setup(options: {
       state.logs.push({ level, ...fields });
     },
     allowedOrigins: options.allowedOrigins ?? [],
+    ...(options.forms ? { forms: options.forms } : {}),
     examplePage: options.examplePage,
     ...(options.bodyDeadline ? { bodyDeadline: options.bodyDeadline } : {}),
     challenge: options.challenge,

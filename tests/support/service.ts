@@ -306,10 +306,60 @@ export async function withRestarts(
   }
 }
 
+const ROOT = new URL("../..", import.meta.url).pathname;
+
+/**
+ * Runs `deno task contactd <args>` as deno task runs it (the task's words from deno.json, the
+ * launcher's path made absolute) in `cwd`, with only `env` on top of {@linkcode baseEnv}.
+ */
+export async function runContactdTask(
+  args: readonly string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
+  const words = (tasks.contactd as string)
+    .replaceAll(`"$(deno eval 'console.log(Deno.execPath())')"`, Deno.execPath())
+    .split(/\s+/)
+    .slice(1)
+    .map((word) => word === "tasks/launch.ts" ? `${ROOT}tasks/launch.ts` : word);
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [...words, ...args],
+    cwd,
+    clearEnv: true,
+    env: { ...baseEnv(), ...env },
+    stdin: "null",
+  }).output();
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+}
+
 /** Asserts that the token is in none of the service's output nor in `texts`; logs are JSON. */
 export function assertNoTokenLeak(service: Service, ...texts: string[]) {
   for (const text of [...service.stdout, ...service.stderr, ...texts]) {
     assert.ok(!text.includes(TOKEN) && !text.includes("AAE_secret"), `token leaked in: ${text}`);
   }
   service.logs(); // every line is JSON
+}
+
+/** Waits until `done()` holds, failing after `ms` with `what` (polls every 50 ms). */
+export async function waitFor(done: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** `contactd pending` run by the real main.ts against `file`'s outbox, with the service's flags. */
+export async function runPending(file: string, ...flags: string[]) {
+  const { args, env } = serviceCommand({ MESSAGES_FILE: file });
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [...args, "pending", ...flags],
+    clearEnv: true,
+    env,
+    stdin: "null",
+  }).output();
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
 }

@@ -1,0 +1,97 @@
+/**
+ * `contactd forget` through the command line: its options, and the erasure with the service
+ * stopped (the command takes the lock and does it itself). While the service runs: e2e/data_test.
+ */
+import assert from "node:assert/strict";
+import { OWN_FILES_REVOKED, parseCommandLine, runCli } from "../../lib/cli/cli.ts";
+import { formatRecord } from "../../lib/storage/backup.ts";
+import { lockFiles } from "../../lib/storage/lock.ts";
+import { fakeCliIo } from "./_cli_io.ts";
+
+async function cli(args: string[], file: string) {
+  const { io, out, err, revoked } = fakeCliIo({
+    env: (name) => name === "MESSAGES_FILE" ? file : undefined,
+    now: () => new Date(Date.UTC(2026, 10, 25)),
+  });
+  return { code: await runCli(args, io), out, err, revoked };
+}
+
+function record(id: string, ip: string): string {
+  return formatRecord({
+    ts: "2026-11-20T10:00:00Z",
+    id,
+    name: "Ann",
+    contact: "@ann",
+    message: `message ${id}`,
+    ip,
+    messenger_ok: true,
+    messenger_error: null,
+  });
+}
+
+Deno.test("forget takes exactly one of --id, --contact, --address, each checked; --dry-run is forget's", () => {
+  assert.deepEqual(parseCommandLine(["forget", "--address", "2001:DB8::1", "--dry-run"]), {
+    kind: "run",
+    command: "forget",
+    forget: { match: { by: "address", value: "2001:db8::1" }, dryRun: true },
+  });
+  assert.deepEqual(parseCommandLine(["forget", "--id", "#k3x9q2ab"]), {
+    kind: "run",
+    command: "forget",
+    forget: { match: { by: "id", value: "k3x9q2ab" }, dryRun: false },
+  });
+});
+
+Deno.test("forget usage errors exit 2 in one line and touch nothing", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    for (
+      const args of [
+        ["forget"],
+        ["forget", "--id", "a", "--contact", "b"],
+        ["forget", "--address", "not-an-ip"],
+        ["forget", "--id", "two words"],
+        ["forget", "--contact", " "],
+        ["export", "--dry-run"],
+        ["pending", "--id", "x"],
+      ]
+    ) {
+      const { code, err, revoked } = await cli(args, `${dir}/messages.jsonl`);
+      assert.equal(code, 2, args.join(" "));
+      assert.equal(err.length, 1);
+      assert.match(err[0]!, /^contactd: .*\(see contactd --help\)$/);
+      assert.deepEqual(revoked, []);
+    }
+    assert.deepEqual([...Deno.readDirSync(dir)], []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("forget with the service stopped removes the matching records under the lock, gives up network first, and prints the counts and what it cannot reach", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/messages.jsonl`;
+  try {
+    await Deno.writeTextFile(file, record("a1", "10.0.0.1") + record("b2", "10.0.0.2"), {
+      mode: 0o600,
+    });
+    const dry = await cli(["forget", "--address", "::ffff:10.0.0.1", "--dry-run"], file);
+    assert.equal(dry.code, 0, dry.err.join());
+    assert.match(dry.out[0]!, /^would remove 1 record\(s\) from .* \(dry run: nothing changed\)$/);
+    assert.equal((await Deno.readTextFile(file)).split("\n").length, 3);
+
+    const done = await cli(["forget", "--address", "10.0.0.1"], file);
+    assert.equal(done.code, 0, done.err.join());
+    assert.deepEqual(done.revoked, [...OWN_FILES_REVOKED]);
+    assert.equal(
+      done.out[0],
+      `removed 1 record(s) from ${file} and 0 pending message(s) from its outbox`,
+    );
+    assert.match(done.out[1]!, /^note: messages already in the Telegram chat stay there/);
+    assert.equal(await Deno.readTextFile(file), record("b2", "10.0.0.2"));
+    // The lock was released: a service could start now.
+    (await lockFiles(file, 1)).release();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

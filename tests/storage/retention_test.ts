@@ -1,0 +1,206 @@
+/**
+ * Retention and the backup file's rewrite: the age cut, the rewrite by a synced temporary file
+ * and a rename (mode and owner kept, created exclusively), and nothing appended meanwhile lost.
+ */
+import assert from "node:assert/strict";
+import { formatRecord } from "../../lib/storage/backup.ts";
+import { createGroupAppender } from "../../lib/storage/group_commit.ts";
+import { applyRetention, keptByAge } from "../../lib/storage/retention.ts";
+import { rewriteBackup } from "../../lib/storage/rewrite.ts";
+import { rewriteFs } from "./_rewrite_setup.ts";
+import { pathSource, trackFile } from "../../lib/storage/tracked_file.ts";
+import type { LogFields } from "../../lib/log/logger.ts";
+import { idle, latch, MemoryFs } from "../support/memory_fs.ts";
+
+const DAY = 86_400_000;
+const NOW = Date.UTC(2026, 10, 25, 12);
+const PATH = "/data/messages.jsonl";
+
+/** A record `days` before NOW. */
+function record(days: number, id: string): string {
+  return formatRecord({
+    ts: new Date(NOW - days * DAY).toISOString().slice(0, 19) + "Z",
+    id,
+    name: "Ann",
+    contact: "@ann",
+    message: `message ${id}`,
+    ip: "203.0.113.7",
+    messenger_ok: true,
+    messenger_error: null,
+  });
+}
+
+function logger() {
+  const lines: LogFields[] = [];
+  return { log: (_level: string, fields: LogFields) => void lines.push(fields), lines };
+}
+
+Deno.test("keptByAge keeps records at or after the cut, and lines it cannot date", () => {
+  const keep = keptByAge(NOW - 90 * DAY);
+  assert.equal(keep(record(89, "young").trimEnd()), true);
+  assert.equal(keep(record(90, "edge").trimEnd()), true);
+  assert.equal(keep(record(91, "old").trimEnd()), false);
+  // Older records without an id are dated all the same.
+  const old = JSON.stringify({ ts: "2020-01-01T00:00:00Z", name: "x", message: "y" });
+  assert.equal(keep(old), false);
+  for (const undated of ["not json", "{}", '{"ts":"soon"}', "[1]"]) {
+    assert.equal(keep(undated), true, undated);
+  }
+});
+
+Deno.test("rewriteBackup writes the kept lines to a new exclusive file with the old mode and owner, syncs it, then renames it over the file", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  memory.writeText(PATH, record(100, "a") + "damaged\n" + record(10, "b") + record(200, "c"));
+  // A link left at the temporary path is removed, never written through.
+  memory.symlink("/etc/passwd-like", `${PATH}.rewrite`);
+  const { fs, calls } = rewriteFs(memory);
+  const { log, lines } = logger();
+  const outcome = await rewriteBackup(fs, PATH, keptByAge(NOW - 90 * DAY), log);
+  assert.deepEqual(outcome, { kept: 2, removed: 2 });
+  assert.equal(memory.readText(PATH), "damaged\n" + record(10, "b"));
+  assert.equal(memory.exists(`${PATH}.rewrite`), false);
+  assert.equal(memory.exists("/etc/passwd-like"), false);
+  const order = calls.filter((call) => !call.startsWith("read") && !call.startsWith("stat"));
+  assert.deepEqual(order, [
+    `open ${PATH}`,
+    `remove ${PATH}.rewrite`,
+    `open ${PATH}.rewrite`,
+    `chown ${PATH}.rewrite 1001:1002`,
+    `chmod ${PATH}.rewrite 100640`.replace("100640", (0o100640 & 0o7777).toString(8)),
+    `write ${PATH}.rewrite`,
+    `sync ${PATH}.rewrite`,
+    `rename ${PATH}.rewrite`,
+    "open /data",
+    "sync /data",
+  ]);
+  assert.deepEqual(lines, []);
+});
+
+Deno.test("rewriteBackup writes nothing when nothing goes, or for a dry run, and a missing file is nothing to do", async () => {
+  const memory = new MemoryFs();
+  memory.writeText(PATH, record(1, "a") + record(100, "b"));
+  const { fs, calls } = rewriteFs(memory);
+  const { log } = logger();
+  assert.deepEqual(await rewriteBackup(fs, PATH, () => true, log), { kept: 2, removed: 0 });
+  assert.deepEqual(await rewriteBackup(fs, PATH, () => false, log, true), {
+    kept: 0,
+    removed: 2,
+  });
+  assert.ok(
+    calls.every((call) => /^(open|read) \/data\/messages\.jsonl$/.test(call)),
+    calls.join(),
+  );
+  assert.equal(memory.readText(PATH), record(1, "a") + record(100, "b"));
+  assert.deepEqual(await rewriteBackup(fs, "/none", () => false, log), { kept: 0, removed: 0 });
+});
+
+Deno.test("rewriteBackup keeps a torn last line, made whole", async () => {
+  const memory = new MemoryFs();
+  memory.writeText(PATH, record(100, "a") + '{"ts":"2026-11-25T1');
+  const { fs } = rewriteFs(memory);
+  const outcome = await rewriteBackup(fs, PATH, keptByAge(NOW - 90 * DAY), logger().log);
+  assert.deepEqual(outcome, { kept: 1, removed: 1 });
+  assert.equal(memory.readText(PATH), '{"ts":"2026-11-25T1\n');
+});
+
+Deno.test("a rewrite that fails before the rename leaves the old file whole and removes the temporary file", async () => {
+  for (const failing of ["write", "sync", "rename"]) {
+    const memory = new MemoryFs();
+    memory.mkdir("/data");
+    const text = record(100, "a") + record(1, "b");
+    memory.writeText(PATH, text);
+    const { fs } = rewriteFs(memory, (call) => {
+      if (call.op === failing && call.path === `${PATH}.rewrite`) throw new Error("disk full");
+    });
+    await assert.rejects(rewriteBackup(fs, PATH, keptByAge(NOW - 90 * DAY), logger().log));
+    assert.equal(memory.readText(PATH), text, failing);
+    assert.equal(memory.exists(`${PATH}.rewrite`), false, failing);
+  }
+});
+
+Deno.test("retention under a steady stream of appends: nothing appended is lost, every line whole, only old records gone", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  const old = [record(120, "old1"), record(95, "old2")];
+  memory.writeText(PATH, old.join("") + record(30, "kept"));
+  // The first append's write is held in flight; the rewrite is held just before its rename.
+  const atWrite = latch();
+  const atRename = latch();
+  const { fs } = rewriteFs(memory, async (call) => {
+    if (call.op === "write" && call.path === PATH) await atWrite.pass();
+    if (call.op === "rename") await atRename.pass();
+  });
+  const source = pathSource(PATH, () => {}, fs);
+  const appender = createGroupAppender(trackFile(await source.open(), source));
+  const appended: Array<Promise<number>> = [];
+  const lines: string[] = [];
+  const append = (n: number) => {
+    const line = record(0, `new${n}`);
+    lines.push(line);
+    appended.push(appender.append(line));
+  };
+  for (let i = 0; i < 5; i++) append(i);
+  await atWrite.at;
+  const compactions: string[] = [];
+  const { log, lines: logs } = logger();
+  const run = applyRetention({
+    appender,
+    fs,
+    path: PATH,
+    outbox: { compact: () => (compactions.push("compact"), Promise.resolve()) },
+    now: () => NOW,
+    retentionMs: 90 * DAY,
+    log,
+  });
+  for (let i = 5; i < 10; i++) append(i); // while the rewrite waits for the write in flight
+  atWrite.release();
+  await atRename.at;
+  for (let i = 10; i < 60; i++) append(i); // while it holds the file
+  await idle();
+  // Held back meanwhile: not one of them reached the old file, nor the new one yet.
+  assert.equal(memory.readText(PATH).includes("new10"), false);
+  atRename.release();
+  const outcome = await run;
+  for (let i = 60; i < 80; i++) append(i); // after it
+  await Promise.all(appended);
+  await appender.close();
+
+  // "kept" and the 5 lines of the write in flight; those appended after it waited.
+  assert.deepEqual(outcome, { kept: 6, removed: 2 });
+  const text = memory.readText(PATH);
+  assert.ok(text.endsWith("\n"));
+  const written = text.split("\n").slice(0, -1);
+  for (const line of written) JSON.parse(line); // every line whole
+  assert.deepEqual(written, [record(30, "kept"), ...lines].map((line) => line.trimEnd()));
+  assert.deepEqual(compactions, ["compact"]);
+  assert.deepEqual(logs, [{ event: "retention", removed: 2, kept: 6 }]);
+});
+
+Deno.test("a failed retention run is logged under retention_failed and the service's appends go on", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  memory.writeText(PATH, record(100, "old"));
+  const { fs } = rewriteFs(memory, (call) => {
+    if (call.op === "open" && call.path.endsWith(".rewrite")) {
+      throw new Deno.errors.PermissionDenied("no");
+    }
+  });
+  const source = pathSource(PATH, () => {}, fs);
+  const appender = createGroupAppender(trackFile(await source.open(), source));
+  const { log, lines } = logger();
+  const outcome = await applyRetention({
+    appender,
+    fs,
+    path: PATH,
+    outbox: { compact: () => Promise.reject(new Error("not reached")) },
+    now: () => NOW,
+    retentionMs: 90 * DAY,
+    log,
+  });
+  assert.equal(outcome, undefined);
+  assert.deepEqual(lines.map((line) => [line.event, line.file]), [["retention_failed", "backup"]]);
+  await appender.append(record(0, "after"));
+  await appender.close();
+  assert.equal(memory.readText(PATH), record(100, "old") + record(0, "after"));
+});
