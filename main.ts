@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { readCapped } from "./lib/common/capped_read.ts";
 import { runCli, type ServeOptions } from "./lib/cli/cli.ts";
 import type { NeededPermission } from "./lib/config/permissions.ts";
 import { permissionLine } from "./lib/config/permissions.ts";
@@ -69,6 +70,12 @@ function writeAllSync(stream: { writeSync(bytes: Uint8Array): number }, text: st
 const line = (stream: { writeSync(bytes: Uint8Array): number }) => (text: string) =>
   writeAllSync(stream, `${text}\n`);
 
+/** Standard input as text, at most 64 KiB (`forget --contact -`); `undefined` when larger. */
+async function readStdin(): Promise<string | undefined> {
+  const read = await readCapped({ headers: new Headers(), body: Deno.stdin.readable }, 64 * 1024);
+  return read.ok ? new TextDecoder().decode(read.bytes) : undefined;
+}
+
 /** Runs the command line; a missing permission ends as one line naming what to grant. */
 async function main(): Promise<number> {
   try {
@@ -87,6 +94,7 @@ async function main(): Promise<number> {
       serve,
       revoke: (name) => Deno.permissions.revokeSync({ name }),
       pid: Deno.pid,
+      readStdin,
     });
   } catch (error) {
     const text = permissionLine(error);

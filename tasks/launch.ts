@@ -118,10 +118,10 @@ async function launch(args: readonly string[]): Promise<number> {
   for (const note of dotEnv.notes) report.warn(note);
 
   let flags: string[];
+  const command = invocation?.kind === "run" ? invocation.command : undefined;
   try {
     const config = parseConfig(settings);
     // export only reads the backup file, forget only touches contactd's own files.
-    const command = invocation?.kind === "run" ? invocation.command : undefined;
     flags = command === "export"
       ? exportFlags(config)
       : command === "forget"
@@ -149,7 +149,8 @@ async function launch(args: readonly string[]): Promise<number> {
     args: ["run", ...flags, main, "--stop-on-stdin-eof", LAUNCHED_BY_TASK_FLAG, ...args],
     // mergeSettings keeps only the values that are set.
     env: settings as Record<string, string>,
-    stdin: "piped",
+    // forget reads `--contact -` from the task's own standard input; it never serves.
+    stdin: command === "forget" ? "inherit" : "piped",
   }).spawn();
   // The signals the child stops gracefully on are passed on (Windows knows only two).
   for (const signal of serviceSignals(Deno.build.os).stop) {

@@ -101,14 +101,23 @@ function _subjectOf(fields: Readonly<Record<string, string>> | undefined): [stri
 }
 
 /**
- * The text after the header: the form's other fields (but the subject, which is in the header),
- * a line each as `· name: value` in the order sent, a blank line, then the message.
+ * The form's other fields (but the subject, which leads the header), a line each as
+ * `· name: value` in the order sent: they end the header block, before its blank line, where the
+ * message (the only text that may span lines) can never reach.
  */
-export function notificationBody(input: NotificationInput): string {
+export function fieldLines(input: NotificationInput): string[] {
   const subject = _subjectOf(input.fields)[0]?.[0];
-  const lines = Object.entries(input.fields ?? {})
+  return Object.entries(input.fields ?? {})
     .filter(([name]) => name !== subject)
     .map(([name, value]) => `${FIELD_BULLET}${headerValue(name)}: ${headerValue(value)}`);
+}
+
+/**
+ * The text after the header's first lines: the field lines ({@linkcode fieldLines}), which end
+ * the header block, then a blank line and the message. Without fields, the message alone.
+ */
+export function notificationBody(input: NotificationInput): string {
+  const lines = fieldLines(input);
   return lines.length === 0 ? input.message : `${lines.join("\n")}\n\n${input.message}`;
 }
 
@@ -124,8 +133,8 @@ function lateLine(late: LateDelivery): string {
 
 /**
  * The notification as the messages to send, in order, each within {@linkcode MAX_MESSAGE_LENGTH}:
- * the header, a blank line and the body ({@linkcode notificationBody}: the form's other fields,
- * then the message); a body too long for one goes on in further parts,
+ * the header with the form's other fields as its last lines, a blank line and the message
+ * ({@linkcode notificationBody}); a body too long for one goes on in further parts,
  * each starting with `(k/n) #id` on a line of its own, so no part ever starts with text the sender
  * wrote (a crafted message cannot pass for a second notification). The first part's header then
  * ends in ` (1/n)`.
@@ -139,8 +148,10 @@ export function notificationParts(input: NotificationInput): string[] {
   const rest = splitText(body.slice(first.length), MAX_MESSAGE_LENGTH - marker);
   const total = 1 + rest.length;
   const count = total === 1 ? "" : ` (1/${total})`;
+  // The field lines go on the header's lines: the first blank line comes before the message only.
+  const joint = fieldLines(input).length === 0 ? "\n\n" : "\n";
   return [
-    `${formatHeader(input, count)}\n\n${first}`,
+    `${formatHeader(input, count)}${joint}${first}`,
     ...rest.map((part, i) => `(${i + 2}/${total}) #${input.id}\n${part}`),
   ];
 }

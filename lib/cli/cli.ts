@@ -25,7 +25,9 @@ import { forgetCommand, type ForgetOptions } from "./forget_command.ts";
 import { FORGET_KINDS, parseForgetMatch } from "../storage/erasure.ts";
 import { DEFAULT_FORM, EXPORT_FORMATS, type ExportFormat, parseSince } from "../storage/export.ts";
 import {
+  type EnvFile,
   envFileNotes,
+  formSettingWarnings,
   mergeSettings,
   parseEnvFile,
   readSettings,
@@ -206,7 +208,8 @@ function _exportOptions(
   const since = values.since === undefined ? undefined : parseSince(values.since);
   if (values.since !== undefined && since === undefined) {
     throw new UsageError(
-      "--since takes a date (2026-11-01) or a time with its zone (2026-11-01T09:30:00Z)",
+      "--since takes a date the calendar has (2026-11-01) or a time with its zone " +
+        "(2026-11-01T09:30:00Z)",
     );
   }
   if (values.form !== undefined && !FORM_ID.test(values.form)) {
@@ -239,9 +242,31 @@ function _forgetOptions(
   if (given.length !== 1) {
     throw new UsageError("forget takes one of --id ID, --contact TEXT or --address IP");
   }
-  const match = parseForgetMatch(given[0]!, values[given[0]!]!);
+  const by = given[0]!;
+  // `-`: the value is standard input's first line, kept out of the process list (runCli reads it).
+  if (values[by] === "-") {
+    return { match: { by, value: "-" }, dryRun: values["dry-run"] === true, fromStdin: true };
+  }
+  const match = parseForgetMatch(by, values[by]!);
   if ("error" in match) throw new UsageError(match.error);
   return { match, dryRun: values["dry-run"] === true };
+}
+
+/** `forget`'s options with a `-` value replaced by standard input's first line, or why not. */
+async function _forgetFromStdin(
+  options: ForgetOptions,
+  io: CliIo,
+): Promise<ForgetOptions | { readonly error: string }> {
+  if (options.fromStdin !== true) return options;
+  const text = await io.readStdin?.();
+  if (text === undefined) {
+    return {
+      error:
+        `--${options.match.by} - reads the value from standard input: one line, at most 64 KiB`,
+    };
+  }
+  const match = parseForgetMatch(options.match.by, text.split(/\r?\n/)[0] ?? "");
+  return "error" in match ? match : { match, dryRun: options.dryRun };
 }
 
 function parseBuiltDefaults(values: unknown): BuiltDefaults {
@@ -313,8 +338,10 @@ export function helpText(
     "  --form ID            export: one form's records (default: the default form's, no form key)",
     "  --format jsonl|csv   export: the JSON lines as stored (default), or CSV (formulas neutralised)",
     "  --id ID              forget: the submission of that #id (the chat shows it)",
-    "  --contact TEXT       forget: every submission with that contact (any letter case)",
-    "  --address IP         forget: every submission from that address (any written form of it)",
+    "  --contact TEXT       forget: every submission with that contact (any letter case; - reads it",
+    "                       from standard input, out of the process list)",
+    "  --address IP         forget: every submission from that address (any written form of it; -",
+    "                       reads it from standard input)",
     "  --dry-run            forget: print what would go, change nothing",
     "  --stop-on-stdin-eof  stop serving when standard input ends (deno task start passes it)",
     "  --launched-by-task   run by deno task contactd, which reads .env (it passes this)",
@@ -353,6 +380,8 @@ export interface CliIo extends CommandIo {
   readonly revoke?: (name: "write" | "net" | "run") => void;
   /** This process's id (`forget` writes it into the lock it takes); absent: 0. */
   readonly pid?: number;
+  /** Standard input as text (at most 64 KiB; `forget --contact -`); absent: none to read. */
+  readonly readStdin?: () => Promise<string | undefined>;
 }
 
 /** Runs the command line; returns the exit code (2 for a usage error). */
@@ -376,9 +405,10 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   const { command, envFile } = invocation;
   let fromFile: Record<string, string | undefined> = {};
   const notes = [];
+  let file: EnvFile | undefined;
   if (envFile !== undefined) {
     try {
-      const file = parseEnvFile(await io.readTextFile(envFile));
+      file = parseEnvFile(await io.readTextFile(envFile));
       fromFile = file.values;
       notes.push(...envFileNotes(envFile, file, (await io.fileMode?.(envFile)) ?? null));
     } catch (error) {
@@ -390,6 +420,12 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     mergeSettings(fromFile, readSettings(io.env, fromFile.FORMS)),
     invocation.builtDefaults ?? {},
   );
+  // A FORM_<X>_<SETTING> line no form of the FORMS in effect reads: told like the other lines.
+  if (file !== undefined && envFile !== undefined) {
+    notes.push(
+      ...envFileNotes(envFile, { warnings: formSettingWarnings(file, settings.FORMS) }, null),
+    );
+  }
   // Told once, at start: the service's log gets JSON lines, a person at a terminal plain ones.
   const log = settingsLogger(settings, (line) => io.err(line.trimEnd()));
   for (const note of notes) {
@@ -413,10 +449,16 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     case "export":
       for (const name of READ_ONLY_REVOKED) io.revoke?.(name);
       return await exportCommand(settings, io, invocation.export ?? { format: "jsonl" });
-    case "forget":
+    case "forget": {
       for (const name of OWN_FILES_REVOKED) io.revoke?.(name);
       // A usage error otherwise: parseCommandLine requires one match.
-      return await forgetCommand(settings, { ...io, pid: io.pid ?? 0 }, invocation.forget!);
+      const options = await _forgetFromStdin(invocation.forget!, io);
+      if ("error" in options) {
+        io.err(_usageLine(new UsageError(options.error), args.includes(LAUNCHED_BY_TASK_FLAG)));
+        return 2;
+      }
+      return await forgetCommand(settings, { ...io, pid: io.pid ?? 0 }, options);
+    }
   }
 }
 

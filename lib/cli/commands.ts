@@ -134,8 +134,10 @@ export const checkCommand = run("check", async (settings, io) => {
       topic: formSettingName(form.id, "TOPIC_ID"),
     });
     const topic = form.topicId === undefined ? "" : `, topic ${form.topicId}`;
+    // A form in the service's chat says so: a mistyped FORM_<ID>_CHAT_ID would look set.
+    const whose = formChat === chatId ? " (the service's chat)" : "";
     io.out(
-      `form ${form.id}: POST /api/contact/${form.id} to chat ${formChat}${topic} ` +
+      `form ${form.id}: POST /api/contact/${form.id} to chat ${formChat}${whose}${topic} ` +
         `("${printable(form.title)}")`,
     );
   }

@@ -7,14 +7,27 @@
  *
  * @module
  */
-import { damagedPath, lockPath, outboxPath } from "../common/state_files.ts";
+import { damagedPath, directoryOf, lockPath, outboxPath } from "../common/state_files.ts";
 import type { Settings } from "../config/settings.ts";
 import { describeError, type Logger } from "../log/logger.ts";
-import { erase, type ErasureOutcome, type ForgetMatch } from "../storage/erasure.ts";
+import {
+  erase,
+  type ErasureDeps,
+  type ErasureOutcome,
+  type ForgetMatch,
+  pendingOnDisk,
+} from "../storage/erasure.ts";
+import type { StorageFileInfo } from "../storage/file_system.ts";
 import { askService, ForgetRequestPending } from "../storage/forget_request.ts";
 import { FilesLocked, lockFiles } from "../storage/lock.ts";
-import { openOutbox } from "../storage/outbox.ts";
-import { denoRewriteFs, type RewriteFs } from "../storage/rewrite.ts";
+import {
+  loadOutbox,
+  openOutbox,
+  OUTBOX_WINDOW,
+  OutboxEntryDamaged,
+  readSubmissions,
+} from "../storage/outbox.ts";
+import { chownChecked, denoRewriteFs, type FileOwner, type RewriteFs } from "../storage/rewrite.ts";
 import { CommandFailure, type CommandIo, run } from "./commands.ts";
 import { messagesFileOf } from "./export_command.ts";
 
@@ -22,6 +35,8 @@ import { messagesFileOf } from "./export_command.ts";
 export interface ForgetOptions {
   readonly match: ForgetMatch;
   readonly dryRun: boolean;
+  /** The value was `-`: the command line reads it from standard input before the command runs. */
+  readonly fromStdin?: true;
 }
 
 /** What `forget` needs beyond the other commands; the real ones by default. */
@@ -52,6 +67,13 @@ export const forgetCommand = (settings: Settings, io: ForgetIo, options: ForgetO
         `message(s) from its outbox${options.dryRun ? " (dry run: nothing changed)" : ""}`,
     );
     io.out(`note: ${FORGET_LIMITS}`);
+    if (outcome.unsearched !== undefined) {
+      io.out(
+        `note: only the pending messages the outbox holds in memory (${OUTBOX_WINDOW}) were ` +
+          `searched; ${outcome.unsearched} more wait on disk and may still be delivered: run ` +
+          "forget again once contactd pending shows fewer",
+      );
+    }
   })(settings, io);
 
 /** With the service stopped: the erasure here, under its lock; `undefined` when it runs. */
@@ -61,6 +83,11 @@ async function _stopped(
   path: string,
   options: ForgetOptions,
 ): Promise<ErasureOutcome | undefined> {
+  if (options.dryRun) return await _stoppedDry(io, fs, path, options);
+  // Run as root on a service user's files: what it creates or rewrites (the lock, the outbox's
+  // compaction) is given back to the service's user afterwards, taken before anything is created
+  // from the outbox or the lock, else the directory (the backup file may be rotated away).
+  const owner = await _serviceOwner(fs, path);
   let lock;
   try {
     lock = await lockFiles(path, io.pid, fs);
@@ -69,9 +96,8 @@ async function _stopped(
     throw new CommandFailure(`cannot lock ${path}: ${describeError(error)}`);
   }
   using _ = lock;
-  // Run as root on a service user's files: what it rewrites (the outbox's compaction, the lock it
-  // created) is given back to the backup file's owner afterwards; the backup file keeps its own.
-  const owner = await fs.owner(path).catch(() => undefined);
+  const opened = new Map<string, StorageFileInfo>();
+  await _identity(fs, lockPath(path), opened);
   const log: Logger = (_level, fields) =>
     io.err(`contactd forget: ${fields.event}${fields.error ? `: ${fields.error}` : ""}`);
   let outbox;
@@ -91,6 +117,7 @@ async function _stopped(
         now: () => io.now().getTime(),
         log,
         stopped: true,
+        pendingOnDisk: pendingOnDisk(outboxPath(path), fs),
       },
       options.match,
       options.dryRun,
@@ -98,18 +125,99 @@ async function _stopped(
   } catch (error) {
     throw new CommandFailure(`stopped half-way (run it again): ${describeError(error)}`);
   } finally {
+    // What the paths name while the outbox is still open: compared again right before each chown.
+    for (const file of [outboxPath(path), damagedPath(outboxPath(path))]) {
+      await _identity(fs, file, opened);
+    }
     await outbox.close();
     if (owner?.uid != null && owner.gid != null) {
-      for (const file of [outboxPath(path), damagedPath(outboxPath(path)), lockPath(path)]) {
-        await fs.chown(file, owner.uid, owner.gid).catch((error) => {
-          if (!(error instanceof Deno.errors.NotFound)) {
-            io.err(
-              `contactd forget: cannot give ${file} back to its owner: ${describeError(error)}`,
-            );
-          }
-        });
+      for (const [file, info] of opened) {
+        await chownChecked(fs, file, info, owner.uid, owner.gid).catch((error) =>
+          io.err(`contactd forget: cannot give ${file} back to its owner: ${describeError(error)}`)
+        );
       }
     }
+  }
+}
+
+/** The service's user: the outbox's owner, else the lock's, else the directory's. */
+async function _serviceOwner(fs: RewriteFs, path: string): Promise<FileOwner | undefined> {
+  for (const file of [outboxPath(path), lockPath(path), directoryOf(path)]) {
+    try {
+      return await fs.owner(file);
+    } catch {
+      // Not there: the next one says.
+    }
+  }
+  return undefined;
+}
+
+/** Notes what `file` names now (a regular file only) in `into`. */
+async function _identity(
+  fs: RewriteFs,
+  file: string,
+  into: Map<string, StorageFileInfo>,
+): Promise<void> {
+  const info = await fs.lstat(file).catch(() => undefined);
+  if (info?.isFile === true && !info.isSymlink) into.set(file, info);
+}
+
+/**
+ * `--dry-run` with no service holding the lock: counts with nothing opened for writing and nothing
+ * created (the outbox read as `pending` reads it); `undefined` when the service runs.
+ */
+async function _stoppedDry(
+  io: ForgetIo,
+  fs: RewriteFs,
+  path: string,
+  options: ForgetOptions,
+): Promise<ErasureOutcome | undefined> {
+  let lock;
+  try {
+    const named = await fs.lstat(lockPath(path));
+    if (named.isFile && !named.isSymlink) lock = await fs.open(lockPath(path), { read: true });
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) {
+      throw new CommandFailure(`cannot read ${lockPath(path)}: ${describeError(error)}`);
+    }
+  }
+  try {
+    if (lock !== undefined && !await lock.tryLock(true)) return undefined;
+    const file = outboxPath(path);
+    const index = await loadOutbox(file, fs);
+    const outbox: ErasureDeps["outbox"] = {
+      entries: () => index.entries.values(),
+      read: async (id) => {
+        const entry = index.entries.get(id);
+        if (entry !== undefined) {
+          for await (const submission of readSubmissions(file, [entry], fs)) {
+            if (submission !== undefined) return submission;
+          }
+        }
+        throw new OutboxEntryDamaged(id);
+      },
+      done: () => Promise.reject(new Error("a dry run writes nothing")),
+      recorded: () => Promise.reject(new Error("a dry run writes nothing")),
+      compact: () => Promise.reject(new Error("a dry run writes nothing")),
+    };
+    const log: Logger = (_level, fields) => io.err(`contactd forget: ${fields.event}`);
+    return await erase(
+      {
+        appender: { exclusive: (task) => task() },
+        fs,
+        path,
+        outbox,
+        now: () => io.now().getTime(),
+        log,
+        stopped: true,
+      },
+      options.match,
+      true,
+    );
+  } catch (error) {
+    throw new CommandFailure(`cannot count: ${describeError(error)}`);
+  } finally {
+    lock?.close();
   }
 }
 

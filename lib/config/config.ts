@@ -98,6 +98,9 @@ export const GENERAL_TOPIC_ID = 1;
 /** A form id of `FORMS`: lowercase letters, digits and `-`, 1 to 32, not starting or ending in `-`. */
 export const FORM_ID = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 
+/** The name of the default form (the one without an id); `FORMS` cannot name a form so. */
+export const RESERVED_FORM_ID = "default";
+
 /** The settings each form of `FORMS` may have, as `FORM_<ID>_<SETTING>`. */
 export const FORM_SETTINGS = ["CHAT_ID", "TOPIC_ID", "ALLOWED_ORIGINS", "TITLE"] as const;
 
@@ -127,8 +130,9 @@ export interface FormConfig {
   /** `FORM_<ID>_CHAT_ID`, else `MESSENGER_CHAT_ID`; `undefined` when neither is set. */
   readonly chatId: number | undefined;
   /**
-   * `FORM_<ID>_TOPIC_ID`; else, for a form in the service's chat, `MESSENGER_TOPIC_ID` (a topic
-   * belongs to its chat: a form with a chat of its own has no topic unless it names one).
+   * `FORM_<ID>_TOPIC_ID`; else, for a form in the service's chat (no `FORM_<ID>_CHAT_ID`, or
+   * one equal to `MESSENGER_CHAT_ID`), `MESSENGER_TOPIC_ID` (a topic belongs to its chat: a form
+   * with a chat of its own has no topic unless it names one).
    */
   readonly topicId?: number;
   /** `FORM_<ID>_ALLOWED_ORIGINS`, else `ALLOWED_ORIGINS`. */
@@ -369,6 +373,13 @@ export function parseForms(
           `32); item ${result.length + 1} is not one`,
       );
     }
+    if (id === RESERVED_FORM_ID) {
+      throw new ConfigError(
+        "FORMS",
+        `"FORMS" cannot name a form ${RESERVED_FORM_ID}: that name is the default form's ` +
+          `(contactd export --form ${RESERVED_FORM_ID}); choose another id`,
+      );
+    }
     if (result.some((form) => form.id === id)) {
       throw new ConfigError("FORMS", `"FORMS" names the form ${id} twice`);
     }
@@ -383,7 +394,8 @@ export function parseForms(
     }
     const topicId =
       parseTopicId(get(formSettingName(id, "TOPIC_ID")), formSettingName(id, "TOPIC_ID")) ??
-        (ownChat === undefined ? base.topicId : undefined);
+        // The service's chat, named or not, keeps the service's topic.
+        (ownChat === undefined || ownChat === base.chatId ? base.topicId : undefined);
     const originsName = formSettingName(id, "ALLOWED_ORIGINS");
     const origins = get(originsName);
     const titleName = formSettingName(id, "TITLE");

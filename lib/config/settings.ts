@@ -8,7 +8,6 @@
  */
 import { parseEnv } from "node:util";
 import {
-  FORM_SETTINGS,
   type FormSettingName,
   formSettingNames,
   SETTING_NAMES,
@@ -81,6 +80,11 @@ export type EnvFileWarning =
 export interface EnvFile {
   readonly values: Record<string, string | undefined>;
   readonly warnings: readonly EnvFileWarning[];
+  /**
+   * The names starting `FORM_` (any case) and their lines: whether each is a setting of a form
+   * depends on `FORMS`, known once the environment is read ({@linkcode formSettingWarnings}).
+   */
+  readonly formNames?: readonly { readonly line: number; readonly name: string }[];
 }
 
 /** `NAME=` (optionally after `export `), and whether the value opens a quote it does not close. */
@@ -101,9 +105,6 @@ const LOOKALIKES: ReadonlyArray<readonly [RegExp, string]> = [
   [/^(?!FORM_)(?:[A-Z0-9]+_)*CHAT_?ID$/i, "MESSENGER_CHAT_ID"],
 ];
 
-/** Any form's own setting, `FORM_<ID>_<SETTING>` (lib/config/config.ts). */
-const FORM_SETTING_NAME = new RegExp(`^FORM_[A-Z0-9_]+_(?:${FORM_SETTINGS.join("|")})$`);
-
 /**
  * Reads an env file's text as Node's `parseEnv` does (Deno's `--env-file` format), after
  * dropping a UTF-8 byte-order mark (editors on Windows write one: it would make the first name
@@ -116,6 +117,7 @@ export function parseEnvFile(text: string): EnvFile {
   const clean = text.startsWith("\uFEFF") ? text.slice(1) : text;
   const known = [...SETTING_NAMES, ...ENV_FILE_EXTRA_NAMES];
   const warnings: EnvFileWarning[] = [];
+  const formNames: { line: number; name: string }[] = [];
   let quote: string | undefined;
   for (const [index, raw] of clean.split(/\r?\n/).entries()) {
     const line = raw.trim();
@@ -133,7 +135,11 @@ export function parseEnvFile(text: string): EnvFile {
     const [, name, value] = match as unknown as [string, string, string];
     const opening = /^["'`]/.exec(value)?.[0];
     if (opening !== undefined && !value.slice(1).includes(opening)) quote = opening;
-    if (known.includes(name) || FORM_SETTING_NAME.test(name)) continue;
+    if (known.includes(name)) continue;
+    if (/^FORM_/i.test(name)) {
+      formNames.push({ line: index + 1, name });
+      continue;
+    }
     const lookalike = LOOKALIKES.find(([pattern]) => pattern.test(name))?.[1];
     if (lookalike !== undefined) {
       warnings.push({ line: index + 1, problem: "unknown_name", name, closest: lookalike });
@@ -146,7 +152,26 @@ export function parseEnvFile(text: string): EnvFile {
       warnings.push({ line: index + 1, problem: "unknown_name", name, closest: closest.name });
     }
   }
-  return { values: parseEnv(clean), warnings };
+  return { values: parseEnv(clean), warnings, formNames };
+}
+
+/**
+ * The env file's `FORM_<X>_<SETTING>` lines that no form of `forms` (the `FORMS` in effect, the
+ * environment's or the file's) reads: an `<X>` that is not a form's id as `FORM_<ID>_` spells it
+ * (`FORM_CLIENTB_CHAT_ID` with `FORMS=client-b`), or a `<SETTING>` that is not a form's setting
+ * (`FORM_SALES_CHATID`). Each names the closest setting of a form (else `FORMS`), never the
+ * value. The process environment is read by name only, so a mistyped name there cannot be seen.
+ */
+export function formSettingWarnings(file: EnvFile, forms: string | undefined): EnvFileWarning[] {
+  const known: string[] = formSettingNames(forms);
+  return (file.formNames ?? []).filter(({ name }) => !known.includes(name)).map((
+    { line, name },
+  ) => ({
+    line,
+    problem: "unknown_name",
+    name,
+    closest: known.length === 0 ? "FORMS" : _closest(name.toUpperCase(), known).name,
+  }));
 }
 
 /** Something to tell about an env file: as a plain line, and as a log line's fields. */
@@ -162,7 +187,11 @@ export interface EnvFileNote {
  * mode that lets group or others read it (`file_mode`, as the backup file's; `mode` is `null`
  * where the system has none).
  */
-export function envFileNotes(path: string, file: EnvFile, mode: number | null): EnvFileNote[] {
+export function envFileNotes(
+  path: string,
+  file: Pick<EnvFile, "warnings">,
+  mode: number | null,
+): EnvFileNote[] {
   const notes: EnvFileNote[] = [];
   if (mode !== null && (mode & 0o077) !== 0) {
     const octal = (mode & 0o777).toString(8);

@@ -115,6 +115,11 @@ export interface DeliveryDeps {
    * {@linkcode stopWaitMs} of the default 10 s call limit: 11 s).
    */
   readonly stopWaitMs?: number;
+  /**
+   * Ids `contactd forget` erased while the service runs (lib/storage/erasure.ts): checked right
+   * before each send, so none is sent afterwards; its waiting sender is answered as stored.
+   */
+  readonly forgotten?: { has(id: string): boolean };
 }
 
 /** A sender's delivery, as far as it got within the wait. */
@@ -142,6 +147,9 @@ export function stopWaitMs(callTimeoutMs: number): number {
 const CALLER_SENDS_PER_BACKLOG_SEND = 3;
 
 const STOPPING = "queued: contactd is stopping";
+
+/** What a sender whose submission `contactd forget` erased meanwhile is told (not sent). */
+export const FORGOTTEN = "queued: erased by contactd forget before it was sent";
 
 /** A new submission and its waiting sender. */
 interface CallerJob {
@@ -222,7 +230,7 @@ export class DeliveryQueue {
         submission,
         to,
         durable,
-        parts: notificationParts({ ...submission, title: to?.title }),
+        parts: notificationParts({ ...submission, title: _titleOf(submission, to) }),
         sent: 0,
         deadline: now + waitMs,
         waiter: new Waiter(resolve),
@@ -332,6 +340,7 @@ export class DeliveryQueue {
     for (const entry of this.#deps.store.entries()) {
       if (entry.id === stopAt) break;
       if (entry.done || this.#callerIds.has(entry.id) || entry.id === this.#inFlight) continue;
+      if (this.#deps.forgotten?.has(entry.id) === true) continue;
       const at = this.#nextAt.get(entry.id) ?? -Infinity;
       if (at <= now) return { entry };
       until = Math.min(until, at);
@@ -341,6 +350,13 @@ export class DeliveryQueue {
 
   async #sendCaller(job: CallerJob): Promise<void> {
     const { id } = job.submission;
+    if (this.#deps.forgotten?.has(id) === true) {
+      // Erased while it waited: nothing is sent, and the outbox has it given up already.
+      this.#removeCaller(job);
+      this.#forget(id);
+      job.waiter.answer({ ok: false, error: FORGOTTEN });
+      return;
+    }
     const result = await this.#sendPart(id, job.parts[job.sent]!, job.to);
     if (result.ok) {
       job.sent++;
@@ -421,7 +437,7 @@ export class DeliveryQueue {
       const to = this.#destinationOf(submission);
       const input = {
         ...submission,
-        title: to?.title,
+        title: _titleOf(submission, to),
         // No status yet: its sender was answered by this run (502), the record is on its way.
         late: {
           firstError: entry.firstError,
@@ -681,6 +697,7 @@ export class DeliveryQueue {
         event: "form_removed",
         id,
         form,
+        chat: this.#deps.chatId,
         hint: "FORMS no longer names its form: it goes to the default form's chat",
       });
     }
@@ -733,4 +750,13 @@ function settingsHint(result: BotApiResult & { ok: false }): string {
     return "the bot may not post there: give it the right to send messages (an administrator in a channel)";
   }
   return "check MESSENGER_CHAT_ID (contactd chat-id lists the chats that wrote to the bot)";
+}
+
+/**
+ * The `Form: …` of a notification: its form's title, nothing for the default form, and
+ * `<id> (removed)` for a form `FORMS` no longer names (it goes to the default form's chat).
+ */
+function _titleOf(submission: OutboxSubmission, to: Destination | undefined): string | undefined {
+  if (to !== undefined) return to.title;
+  return submission.form === undefined ? undefined : `${submission.form} (removed)`;
 }

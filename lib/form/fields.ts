@@ -53,27 +53,32 @@ export type ExtraFields =
 /**
  * The extra fields of a submission, in the order sent, from its own `[name, value]` entries.
  *
- * Skipped: the names in `taken` (the spec fields, the honeypots, the challenge's proof, the
- * contact's source), every name starting with `_` (control fields of form services: `_next`,
+ * Skipped: the names in `taken` (lower-case: the spec fields, the honeypots, the challenge's
+ * proof, the contact's source), compared case-insensitively, every name starting with `_` (control fields of form services: `_next`,
  * `_subject`, `_cc`…), absent or null values and values that are empty once cleaned. A value is a
  * string, a number or a boolean, or a list of them and nulls (a checkbox group, joined with
- * {@linkcode JOINER}); names and values are cleaned as `name` is (single line, no control or bidi
- * characters). Over a bound is a problem naming the field, never a silent cut.
+ * {@linkcode JOINER}); values are cleaned as `name` is (single line, no control or bidi
+ * characters); a name is taken as sent, and one that cleaning would change or outside
+ * {@linkcode FIELD_NAME} is refused. Over a bound is a problem naming the field, never a silent cut.
  */
 export function extraFields(
   entries: Iterable<readonly [string, unknown]>,
   taken: ReadonlySet<string>,
 ): ExtraFields {
   const kept = new Map<string, string[]>();
-  for (const [raw, value] of entries) {
-    if (taken.has(raw) || raw.startsWith("_") || value === null || value === undefined) continue;
-    const name = cleanSingleLine(raw);
-    if (name.length > FIELD_LIMITS.name || !FIELD_NAME.test(name)) {
+  for (const [name, value] of entries) {
+    if (taken.has(name.toLowerCase()) || name.startsWith("_")) continue;
+    if (value === null || value === undefined) continue;
+    // The name as sent must already be safe: one cleaning would change (a space, a tab, NUL, a
+    // bidi control) could pass for a spec field or a honeypot ("name ", "website\t") once shown.
+    if (
+      name.length > FIELD_LIMITS.name || !FIELD_NAME.test(name) || cleanSingleLine(name) !== name
+    ) {
       return _problem(
         "field_name",
-        name,
+        cleanSingleLine(name, true),
         `A field name must be 1 to ${FIELD_LIMITS.name} characters: an ASCII letter, then ` +
-          "letters, digits, space, - _ . [ ].",
+          "letters, digits, space, - _ . [ ], not ending in a space.",
       );
     }
     const values = Array.isArray(value) ? value : [value];

@@ -65,8 +65,9 @@ export type SubmissionResult =
 /** True when a honeypot (`website`, `_gotcha`) holds anything but null or a blank string. */
 export function isHoneypotHit(value: unknown): boolean {
   if (!isRecord(value)) return false;
-  return HONEYPOTS.some((name) => {
-    if (!Object.hasOwn(value, name)) return false;
+  // Any case (`Website`, `_GOTCHA`), every one of them: a bot may fill any.
+  return Object.keys(value).some((name) => {
+    if (!(HONEYPOTS as readonly string[]).includes(name.toLowerCase())) return false;
     const field = value[name];
     if (field === null || field === undefined) return false;
     return typeof field !== "string" || field.trim() !== "";
@@ -74,10 +75,24 @@ export function isHoneypotHit(value: unknown): boolean {
 }
 
 /**
+ * The key of `value` that is the spec field `field` (lower-case), in any case: the first one in
+ * the order sent (`{"Name": …, "name": …}` takes `Name`); `undefined` when none.
+ */
+export function specKey(
+  value: Readonly<Record<string, unknown>>,
+  field: string,
+): string | undefined {
+  return Object.keys(value).find((key) =>
+    key.length === field.length && key.toLowerCase() === field
+  );
+}
+
+/**
  * Applies the honeypots, then validates `name`, the contact (from `contact`, else `email`, else
  * `_replyto`: the first non-empty one), `message` and then every other field
  * (lib/form/fields.ts; the challenge's proof is not one of them). Absent or null fields are
- * empty.
+ * empty. The spec's names and the contact's sources are matched in any case ({@linkcode specKey}:
+ * the first one sent wins; a later one in another case is not kept).
  */
 export function parseSubmission(value: unknown): SubmissionResult {
   if (!isRecord(value)) return { kind: "invalid", code: "invalid_body" };
@@ -86,7 +101,8 @@ export function parseSubmission(value: unknown): SubmissionResult {
 
   const texts: Record<string, string> = {};
   for (const field of ["name", ...CONTACT_SOURCES, "message"] as const) {
-    const raw = Object.hasOwn(value, field) ? value[field] : undefined;
+    const key = specKey(value, field);
+    const raw = key === undefined ? undefined : value[key];
     if (raw === undefined || raw === null) continue;
     // `email` used as an ordinary field may be a list (checked with the other fields).
     if (field === "email" && typeof raw !== "string") continue;

@@ -46,6 +46,11 @@ export interface AcceptDeps {
   readonly onStorage: (ok: boolean) => void;
   /** A new submission id (lib/form/submission_id.ts). */
   readonly newId: () => string;
+  /**
+   * Ids `contactd forget` erased while their senders waited (lib/storage/erasure.ts): no record
+   * is written for one, so nothing of it comes back after the erasure.
+   */
+  readonly forgotten?: { has(id: string): boolean };
 }
 
 /**
@@ -82,13 +87,17 @@ export async function accept(
     : await deps.queue.submit(submission, queued);
 
   let stored = true;
+  const forgotten = deps.forgotten?.has(id) === true;
   try {
-    await deps.append(formatRecord({
-      ...fields,
-      id,
-      messenger_ok: delivery.ok,
-      messenger_error: delivery.ok ? null : delivery.error,
-    }));
+    // Erased meanwhile: its record is not written (the erasure noted it recorded).
+    if (!forgotten) {
+      await deps.append(formatRecord({
+        ...fields,
+        id,
+        messenger_ok: delivery.ok,
+        messenger_error: delivery.ok ? null : delivery.error,
+      }));
+    }
   } catch (error) {
     stored = false;
     log("error", { event: "backup_write_failed", id, error: describeError(error) });
@@ -103,13 +112,13 @@ export async function accept(
     ? "not_configured"
     : "delivery_failed";
   const status = code === undefined ? 200 : ERRORS[code].status;
-  if (queued && stored) {
+  if (queued && stored && !forgotten) {
     // Not awaited: the record is written; a crash before this note only repeats the record.
     deps.outbox.recorded(id, status).catch((error) =>
       log("error", { event: "outbox_write_failed", id, error: describeError(error) })
     );
   }
   const result = code === undefined ? (stored ? "delivered" : "delivered_not_stored") : code;
-  log("info", { event: "contact", status, result, id });
+  log("info", { event: "contact", status, result, id, ...(forgotten ? { forgotten: true } : {}) });
   return code === undefined ? answer.success() : answer.error(code);
 }

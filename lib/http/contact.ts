@@ -152,7 +152,12 @@ function withinBody(
   if (kind === "multipart") {
     const type = context.request.headers.get("content-type") ?? "";
     return decodeMultipart(body.bytes, type).then((decoded) => {
-      if (decoded.kind === "invalid") return _afterParse(deps, decoded, answer, undefined, context);
+      if (decoded.kind === "invalid") {
+        // A body that parsed still names its `_redirect_error`: the refusal goes there.
+        const { pairs, ...invalid } = decoded;
+        const targets = pairs === undefined ? {} : formPost(pairs, deps.allowedOrigins).targets;
+        return _afterParse(deps, invalid, formAnswers(context.cors, targets), undefined, context);
+      }
       const post = formPost(decoded.pairs, deps.allowedOrigins);
       const proof = deps.challenge === undefined ? undefined : post.proofs[deps.challenge.field];
       return _afterParse(

@@ -89,6 +89,10 @@ export function createHandler(deps: HandlerDeps): Handler {
   };
   const { examplePage, challengeLimiter } = deps;
   const issue = deps.challenge?.issue?.bind(deps.challenge);
+  // The challenge is the service's, for every form: every form's origins may fetch one.
+  const challengeOrigins = [
+    ...new Set([...allowedOrigins, ...(deps.forms ?? []).flatMap((form) => form.allowedOrigins)]),
+  ];
   // Each form at its own path, with its origins; the rate limiter is the one of every form.
   const forms = new Map<string, ContactDeps>([["/api/contact", contactDeps]]);
   for (const form of deps.forms ?? []) {
@@ -131,7 +135,7 @@ export function createHandler(deps: HandlerDeps): Handler {
         return examplePageResponse(examplePage, request.method);
       }
       if (path === "/api/challenge" && issue !== undefined && challengeLimiter !== undefined) {
-        return challengeResponse(deps, challengeLimiter, issue, request, info);
+        return challengeResponse(deps, challengeOrigins, challengeLimiter, issue, request, info);
       }
       const form = forms.get(path);
       if (form === undefined) return errorResponse("not_found"); // every other path is routed above
@@ -156,18 +160,20 @@ export function createHandler(deps: HandlerDeps): Handler {
 }
 
 /**
- * `GET /api/challenge`: the origin check and CORS of the POST, its own rate limit, then a fresh
- * challenge as JSON, never cached. A promise that never rejects.
+ * `GET /api/challenge`: the origin check and CORS of the POST against the origins of every form
+ * (`allowedOrigins`: `ALLOWED_ORIGINS` and each `FORM_<ID>_ALLOWED_ORIGINS`, none listed: no
+ * check), its own rate limit, then a fresh challenge as JSON, never cached. A promise that never
+ * rejects.
  */
 function challengeResponse(
   deps: HandlerDeps,
+  allowedOrigins: readonly string[],
   limiter: RateLimiter,
   issue: (nowMs: number) => Promise<unknown>,
   request: Request,
   info: PeerInfo,
 ): Response | Promise<Response> {
   const nowMs = deps.now();
-  const allowedOrigins = deps.allowedOrigins ?? [];
   const origin = checkOrigin(
     allowedOrigins.length === 0 ? null : request.headers.get("origin"),
     allowedOrigins,

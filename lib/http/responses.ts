@@ -60,6 +60,24 @@ export function jsonTextResponse(
   return cached(`${status} ${text}`, status, () => text, headers);
 }
 
+/** How many distinct answers are kept to be cloned (at most 1024): for the tests. */
+export function cachedAnswerCount(): number {
+  return templates.size;
+}
+
+/**
+ * The fields whose name an error may carry that are contactd's own: an error naming any other
+ * field names one the sender chose (an extra field), and is not kept (a sender could fill the
+ * cache with names and push the common answers out).
+ */
+const OWN_FIELDS: ReadonlySet<string> = new Set([
+  "name",
+  "contact",
+  "email",
+  "_replyto",
+  "message",
+]);
+
 /** The answer under `key` (plus `headers`), built from `text()` the first time. */
 function cached(
   key: string,
@@ -111,12 +129,20 @@ export function errorResponse(code: ErrorCode, options: ErrorResponseOptions = {
   // Refusals repeat: the key names what the body holds, so it is serialised only once. Codes,
   // field names and sentences are this file's and lib/form/submission.ts's: none holds a newline.
   const key = `error ${code}\n${field === undefined ? "-" : `=${field}`}\n${message}`;
-  return cached(key, status, () =>
+  const body = () =>
     JSON.stringify({
       ok: false,
       error: code,
       ...(field === undefined ? {} : { field }),
       message,
       ...(stored ? { stored } : {}),
-    }), headers);
+    });
+  // A name the sender chose (and its sentence) is built each time, never kept.
+  if (field !== undefined && !OWN_FIELDS.has(field)) {
+    return new Response(body(), {
+      status,
+      headers: headers === NO_HEADERS ? JSON_HEADERS : { ...JSON_HEADERS, ...headers },
+    });
+  }
+  return cached(key, status, body, headers);
 }

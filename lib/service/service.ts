@@ -35,8 +35,10 @@ import { recoverRecords } from "../storage/recovery.ts";
 import { applyRetention, RETENTION_INTERVAL_MS } from "../storage/retention.ts";
 import { denoRewriteFs } from "../storage/rewrite.ts";
 import { FORGET_POLL_MS, serveForgetRequest } from "../storage/forget_request.ts";
+import { ForgottenIds, pendingOnDisk } from "../storage/erasure.ts";
 import { FilesLocked, lockFiles } from "../storage/lock.ts";
-import { lockPath } from "../common/state_files.ts";
+import { lockPath, rewritePath } from "../common/state_files.ts";
+import { denoFs, removeIfPresent } from "../storage/file_system.ts";
 import { newSubmissionId } from "../form/submission_id.ts";
 import { botCheckReport, getMe, sendMessage } from "../bot/api.ts";
 import { serviceSignals } from "./signals.ts";
@@ -199,6 +201,10 @@ export async function startService(
     return undefined;
   }
   stack.defer(() => backup.close());
+  // A rewrite's temporary file left by a crash holds records erased or past RETENTION: gone now.
+  await removeIfPresent(denoFs, rewritePath(config.messagesFile)).catch((error) =>
+    log("error", { event: "backup_rewrite_cleanup_failed", error: describeError(error) })
+  );
   const outboxFile = outboxPath(config.messagesFile);
   let outbox;
   try {
@@ -242,11 +248,20 @@ export async function startService(
       await retaining;
     });
   }
-  // contactd forget, run while the service runs, leaves its request beside MESSAGES_FILE.
+  // contactd forget, run while the service runs, leaves its request beside MESSAGES_FILE. What it
+  // erased is remembered while senders may still wait, so the queue sends none of it and no
+  // record of it is written afterwards.
+  const forgotten = new ForgottenIds(2 * config.deliveryWaitMs + 60_000, io.clock.now);
   let forgetting: Promise<void> = Promise.resolve();
+  let forgetBusy = false;
   const cancelForget = io.every(() => {
+    // A tick while the last request is still served is skipped: ticks never pile up.
+    if (forgetBusy) return;
+    forgetBusy = true;
     forgetting = forgetting.then(() =>
       serveForgetRequest({
+        forgotten,
+        pendingOnDisk: pendingOnDisk(outboxFile, denoFs),
         appender: backup,
         fs: denoRewriteFs,
         path: config.messagesFile,
@@ -255,7 +270,7 @@ export async function startService(
         now: io.clock.wallNow,
         log,
       })
-    );
+    ).finally(() => forgetBusy = false);
   }, FORGET_POLL_MS);
   stack.defer(async () => {
     cancelForget();
@@ -302,6 +317,7 @@ export async function startService(
     waitMs: config.deliveryWaitMs,
     maxAgeMs: config.deliveryMaxAgeMs,
     stopWaitMs: stopWaitMs(config.timeoutMs),
+    forgotten,
   });
   if (queue !== undefined) {
     queueToClose = queue;
@@ -334,6 +350,7 @@ export async function startService(
     outbox,
     queue,
     newId: () => newSubmissionId(),
+    forgotten,
     append: (line) => backup.append(line),
     log: tally.log,
     allowedOrigins: config.allowedOrigins,

@@ -3,7 +3,9 @@
  * by client address, every written form of one address alike), and removing every trace
  * contactd keeps of them: their records in the backup file (rewritten through the appender, so
  * nothing appended meanwhile is lost) and their outbox entries (a pending one is given up, so it
- * is never delivered; the compaction that follows drops their lines).
+ * is never delivered; the compaction that follows drops their lines). While the service runs, the
+ * ids it erased are remembered ({@linkcode ForgottenIds}) so that a sender still waiting gets no
+ * delivery and no record afterwards.
  *
  * @module
  */
@@ -12,8 +14,16 @@ import { isRecord, parseJsonText } from "../common/json.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Appender } from "./group_commit.ts";
-import { type Outbox, OutboxEntryDamaged, type OutboxSubmission } from "./outbox.ts";
+import {
+  loadOutbox,
+  type Outbox,
+  OutboxEntryDamaged,
+  type OutboxSubmission,
+  readSubmissions,
+} from "./outbox.ts";
 import { rewriteBackup, type RewriteFs } from "./rewrite.ts";
+import { removeIfPresent, type StorageFs } from "./file_system.ts";
+import { rewritePath } from "../common/state_files.ts";
 
 /** What `forget` names: `--id`, `--contact` or `--address`. */
 export type ForgetMatch =
@@ -34,9 +44,12 @@ export function parseForgetMatch(
 ): ForgetMatch | { readonly error: string } {
   const text = value.trim();
   if (by === "id") {
-    return /^#?[A-Za-z0-9_-]{1,64}$/.test(text)
-      ? { by, value: text.replace(/^#/, "") }
-      : { error: "--id takes a submission id, as the chat shows it after #" };
+    // As the ids are made (lib/form/submission_id.ts): lower-case Crockford base32, so any case
+    // is the same id, and I, L and O are read as 1, 1 and 0 as Crockford's alphabet says.
+    const id = text.replace(/^#/, "").toLowerCase().replace(/[il]/g, "1").replace(/o/g, "0");
+    return /^[0-9a-hjkmnp-tv-z]{1,64}$/.test(id)
+      ? { by, value: id }
+      : { error: "--id takes a submission id, as the chat shows it after # (0-9 and a-z)" };
   }
   if (by === "contact") {
     return text === "" ? { error: "--contact takes the contact to forget" } : { by, value: text };
@@ -51,17 +64,24 @@ function _contactKey(text: string): string {
 }
 
 /**
- * Whether a record (or an outbox submission: `id`, `contact`, `ip`) is one `match` names:
- * the same id; the same contact (case and Unicode form aside); the same address in any of its
+ * Whether a record (or an outbox submission: `id`, `contact`, `ip`, `fields`) is one `match`
+ * names: the same id; the same contact (case and Unicode form aside) in `contact` or as the
+ * whole value of one of its other fields; the same address in any of its
  * written forms (`2001:DB8::1`, `2001:db8:0:0:0:0:0:1`, `::ffff:192.0.2.1` for `192.0.2.1`).
  */
 export function matches(match: ForgetMatch, value: Readonly<Record<string, unknown>>): boolean {
   switch (match.by) {
     case "id":
       return value.id === match.value;
-    case "contact":
-      return typeof value.contact === "string" &&
-        _contactKey(value.contact) === _contactKey(match.value);
+    case "contact": {
+      // The contact field, or any field the form kept beside it (an `email` or `phone` of its
+      // own, when `contact` came from another field): each as a whole value.
+      const key = _contactKey(match.value);
+      const fields = isRecord(value.fields) ? Object.values(value.fields) : [];
+      return [value.contact, ...fields].some((text) =>
+        typeof text === "string" && _contactKey(text) === key
+      );
+    }
     case "address":
       return typeof value.ip === "string" && canonicalIp(value.ip) === match.value;
   }
@@ -79,6 +99,55 @@ export interface ErasureOutcome {
   readonly records: number;
   /** Submissions still waiting for delivery in the outbox: never delivered now. */
   readonly pending: number;
+  /**
+   * Submissions waiting on disk beyond the window the outbox holds in memory (1024): not
+   * searched, so they may still be delivered; absent when there are none.
+   */
+  readonly unsearched?: number;
+}
+
+/** At most this many forgotten ids are remembered by a running service (the oldest go first). */
+export const FORGOTTEN_CAP = 10_000;
+
+/**
+ * The ids a running service forgot, remembered while their senders may still wait (`keepMs`,
+ * about `DELIVERY_WAIT_MS`; at most {@linkcode FORGOTTEN_CAP}): the send queue never sends one
+ * (lib/delivery/queue.ts) and no record is written for one (lib/http/accept.ts).
+ */
+export class ForgottenIds {
+  readonly #until = new Map<string, number>();
+  readonly #keepMs: number;
+  readonly #now: () => number;
+  readonly #cap: number;
+
+  /** Remembers each id `keepMs` by the monotonic clock `now`, at most `cap` of them. */
+  constructor(keepMs: number, now: () => number, cap = FORGOTTEN_CAP) {
+    this.#keepMs = keepMs;
+    this.#now = now;
+    this.#cap = cap;
+  }
+
+  /** Remembers `id` as forgotten. */
+  add(id: string): void {
+    const now = this.#now();
+    for (const [old, until] of this.#until) {
+      if (until >= now && this.#until.size < this.#cap) break;
+      this.#until.delete(old);
+    }
+    this.#until.delete(id);
+    this.#until.set(id, now + this.#keepMs);
+  }
+
+  /** Whether `id` was forgotten (and is still remembered). */
+  has(id: string): boolean {
+    const until = this.#until.get(id);
+    return until !== undefined && until >= this.#now();
+  }
+
+  /** How many ids are remembered. */
+  get size(): number {
+    return this.#until.size;
+  }
 }
 
 /** What {@linkcode erase} works on. */
@@ -88,7 +157,9 @@ export interface ErasureDeps {
   readonly fs: RewriteFs;
   /** The backup file. */
   readonly path: string;
-  readonly outbox: Pick<Outbox, "entries" | "read" | "done" | "recorded" | "compact">;
+  readonly outbox:
+    & Pick<Outbox, "entries" | "read" | "done" | "recorded" | "compact">
+    & Partial<Pick<Outbox, "pendingCount">>;
   /**
    * The service is stopped (`forget` holds the lock): an entry whose sender was never answered
    * (a crash) is noted as recorded too, so the next start writes no record for it. While the
@@ -98,6 +169,37 @@ export interface ErasureDeps {
   /** The wall clock, ms since the epoch. */
   readonly now: () => number;
   readonly log: Logger;
+  /** A running service's forgotten ids: each match is added before its entry is marked. */
+  readonly forgotten?: Pick<ForgottenIds, "add">;
+  /**
+   * The pending submissions in the outbox's file, the ones beyond its window included
+   * ({@linkcode pendingOnDisk}); absent: only the window is searched (`unsearched` says how many
+   * more wait).
+   */
+  readonly pendingOnDisk?: () => AsyncIterable<OutboxSubmission>;
+}
+
+/**
+ * The pending submissions of the outbox file at `outboxFile`, read without writing (as
+ * `contactd pending` reads it); a line that cannot be read back is skipped.
+ */
+export function pendingOnDisk(
+  outboxFile: string,
+  fs: StorageFs,
+): () => AsyncIterable<OutboxSubmission> {
+  return async function* () {
+    const index = await loadOutbox(outboxFile, fs);
+    for (const entry of index.entries.values()) {
+      if (entry.done !== false) continue;
+      try {
+        for await (const submission of readSubmissions(outboxFile, [entry], fs)) {
+          if (submission !== undefined) yield submission;
+        }
+      } catch (error) {
+        if (!(error instanceof OutboxEntryDamaged)) throw error;
+      }
+    }
+  };
 }
 
 /**
@@ -112,9 +214,17 @@ export async function erase(
   dryRun: boolean,
 ): Promise<ErasureOutcome> {
   let pending = 0;
+  let waitingInWindow = 0;
+  const pendingBefore = deps.outbox.pendingCount;
+  const inWindow = new Set<string>();
   for (const entry of [...deps.outbox.entries()]) {
+    inWindow.add(entry.id);
     const waiting = entry.done === false;
-    const unrecorded = deps.stopped === true && entry.status === undefined;
+    if (waiting) waitingInWindow++;
+    // Stopped: a crash left it unrecorded. Running: its sender is being answered; its record
+    // would be appended after the rewrite, so it is noted recorded and its id forgotten instead.
+    const unrecorded = entry.status === undefined &&
+      (deps.stopped === true || deps.forgotten !== undefined);
     if (!waiting && !unrecorded) continue;
     let submission: OutboxSubmission;
     try {
@@ -123,20 +233,41 @@ export async function erase(
       if (error instanceof OutboxEntryDamaged) continue; // its text is lost already
       throw error;
     }
-    const { id, contact, ip } = submission;
-    if (!matches(match, { id, contact, ip })) continue;
+    const { id, contact, ip, fields } = submission;
+    if (!matches(match, { id, contact, ip, fields })) continue;
     if (waiting) pending++;
     if (dryRun) continue;
+    deps.forgotten?.add(entry.id);
     if (waiting) {
       await deps.outbox.done(entry.id, formatTimestamp(new Date(deps.now())), "given_up");
     }
     if (unrecorded) await deps.outbox.recorded(entry.id, null);
   }
-  // With the file to itself: lines appended meanwhile go to the new file, after the rename.
+  // Beyond the window, on disk: given up too (the outbox notes a done line for an entry it does
+  // not hold, and its refill reads the entry in as finished).
+  let searchedDisk = false;
+  if (deps.pendingOnDisk !== undefined && (pendingBefore ?? 1) > waitingInWindow) {
+    for await (const submission of deps.pendingOnDisk()) {
+      const { id, contact, ip, fields } = submission;
+      if (inWindow.has(id) || !matches(match, { id, contact, ip, fields })) continue;
+      pending++;
+      if (dryRun) continue;
+      deps.forgotten?.add(id);
+      await deps.outbox.done(id, formatTimestamp(new Date(deps.now())), "given_up");
+    }
+    searchedDisk = true;
+  }
+  // With the file to itself: lines appended meanwhile go to the new file, after the rename. A
+  // temporary file a crashed rewrite left (it may hold what is erased now) goes first.
   const keep = (line: string) => !lineMatches(match, line);
-  const { removed } = await deps.appender.exclusive(() =>
-    rewriteBackup(deps.fs, deps.path, keep, deps.log, dryRun)
-  );
+  const { removed } = await deps.appender.exclusive(async () => {
+    if (!dryRun) await removeIfPresent(deps.fs, rewritePath(deps.path));
+    return await rewriteBackup(deps.fs, deps.path, keep, deps.log, dryRun);
+  });
   if (!dryRun) await deps.outbox.compact();
-  return { records: removed, pending };
+  // Pending submissions on disk beyond the window the outbox holds: not searched.
+  const unsearched = pendingBefore === undefined || searchedDisk
+    ? 0
+    : Math.max(0, pendingBefore - waitingInWindow);
+  return { records: removed, pending, ...(unsearched > 0 ? { unsearched } : {}) };
 }

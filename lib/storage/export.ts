@@ -5,11 +5,12 @@
  *
  * @module
  */
+import { RESERVED_FORM_ID } from "../config/config.ts";
 import { CSV_LINE_BREAK, csvRow } from "../common/csv.ts";
 import { parseRecordLine, recordTime, splitLines, type StoredRecord } from "./records.ts";
 
 /** The form id `--form` takes for records without a `form` key (the default form's). */
-export const DEFAULT_FORM = "default";
+export const DEFAULT_FORM = RESERVED_FORM_ID;
 
 /** The output formats, the first the default. */
 export const EXPORT_FORMATS = ["jsonl", "csv"] as const;
@@ -48,6 +49,19 @@ export function parseSince(text: string): number | undefined {
     text,
   );
   if (!date && !time) return undefined;
+  // Each part must be one the calendar has: no 2026-02-30, no T24:00, no +25:00.
+  const local = text.replace(/(?:Z|[+-]\d{2}:\d{2})$/, "").replace(/\.\d+$/, "");
+  const [y, mo, d, h = 0, mi = 0, sec = 0] = (local.match(/\d+/g) ?? []).map(Number);
+  const zone = /([+-])(\d{2}):(\d{2})$/.exec(text);
+  if (zone !== null && (Number(zone[2]) > 23 || Number(zone[3]) > 59)) return undefined;
+  const parts = new Date(Date.UTC(y!, mo! - 1, d!, h, mi, sec));
+  if (
+    y! < 1 || parts.getUTCFullYear() !== y || parts.getUTCMonth() !== mo! - 1 ||
+    parts.getUTCDate() !== d || parts.getUTCHours() !== h || parts.getUTCMinutes() !== mi ||
+    parts.getUTCSeconds() !== sec
+  ) {
+    return undefined;
+  }
   const ms = Date.parse(date ? `${text}T00:00:00Z` : text);
   return Number.isNaN(ms) ? undefined : ms;
 }
@@ -119,15 +133,21 @@ function _columnName(column: _Extra): string {
 }
 
 function _valueOf(record: StoredRecord, column: _Extra): unknown {
-  if ("key" in column) return record.value[column.key];
-  const inner = record.value.fields as Record<string, unknown> | undefined;
+  // Own keys only: a sender's field named `constructor` or `toString` must not make every other
+  // record's cell one of Object's methods.
+  if ("key" in column) return _own(record.value, column.key);
+  const inner = record.value.fields;
   return inner !== null && typeof inner === "object" && !Array.isArray(inner)
-    ? inner[column.field]
+    ? _own(inner as Record<string, unknown>, column.field)
     : undefined;
+}
+
+function _own(object: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(object, key) ? object[key] : undefined;
 }
 
 /** A value as a cell: strings as they are, nothing as empty, anything else as JSON. */
 function _cell(value: unknown): string {
-  if (value === undefined || value === null) return "";
+  if (value === undefined || value === null || typeof value === "function") return "";
   return typeof value === "string" ? value : JSON.stringify(value);
 }

@@ -1,14 +1,15 @@
 /**
  * `contactd forget` while the service runs. Only the service may touch its files (it holds
  * `MESSAGES_FILE.lock`), so the command asks it: it writes a request file beside the backup file
- * (`MESSAGES_FILE.forget`, created exclusively, mode 0600: one request at a time), the service
- * looks for one every {@linkcode FORGET_POLL_MS}, performs the erasure (lib/storage/erasure.ts)
+ * (`MESSAGES_FILE.forget`, created exclusively, mode 0644 and never chowned: one request at a
+ * time), the service looks for one every {@linkcode FORGET_POLL_MS} (a regular file of at most
+ * {@linkcode FORGET_REQUEST_MAX_BYTES}), performs the erasure (lib/storage/erasure.ts)
  * and writes its answer (`MESSAGES_FILE.forget.answer`), which the command reads, removes, and
  * prints. Both files are the service's own, so the command needs no permission beyond them.
  *
  * @module
  */
-import { forgetAnswerPath, forgetRequestPath, lockPath } from "../common/state_files.ts";
+import { forgetAnswerPath, forgetRequestPath } from "../common/state_files.ts";
 import { isRecord, parseJsonText } from "../common/json.ts";
 import { describeError } from "../log/logger.ts";
 import {
@@ -20,10 +21,12 @@ import {
   parseForgetMatch,
 } from "./erasure.ts";
 import { readAllText, removeIfPresent, type StorageFs, writeAll } from "./file_system.ts";
-import type { RewriteFs } from "./rewrite.ts";
 
 /** How often a running service looks for a request. */
 export const FORGET_POLL_MS = 1000;
+
+/** A request's mode: readable by the service's user when forget runs as root; never chowned. */
+export const REQUEST_MODE = 0o644;
 
 /** How long `forget` waits for a running service's answer. */
 export const FORGET_ANSWER_WAIT_MS = 30_000;
@@ -81,10 +84,15 @@ export function parseAnswer(text: string): ForgetAnswer | undefined {
   if (
     value.ok === true && Number.isSafeInteger(value.records) && Number.isSafeInteger(value.pending)
   ) {
+    const unsearched = Number.isSafeInteger(value.unsearched) ? value.unsearched as number : 0;
     return {
       nonce: value.nonce,
       ok: true,
-      outcome: { records: value.records as number, pending: value.pending as number },
+      outcome: {
+        records: value.records as number,
+        pending: value.pending as number,
+        ...(unsearched > 0 ? { unsearched } : {}),
+      },
     };
   }
   return value.ok === false && typeof value.error === "string"
@@ -92,12 +100,40 @@ export function parseAnswer(text: string): ForgetAnswer | undefined {
     : undefined;
 }
 
-/** Writes `text` to a new file at `path` (any old one removed first, never followed), synced. */
-async function _writeNew(fs: StorageFs, path: string, text: string): Promise<void> {
-  const file = await fs.open(path, { write: true, createNew: true, mode: 0o600 });
+/** Writes `text` to a new file at `path` (created exclusively, never followed), synced. */
+async function _writeNew(fs: StorageFs, path: string, text: string, mode = 0o600): Promise<void> {
+  const file = await fs.open(path, { write: true, createNew: true, mode });
   try {
+    if (mode !== 0o600 && (((await file.stat()).mode ?? 0o444) & 0o004) === 0) {
+      await removeIfPresent(fs, path);
+      throw new Deno.errors.PermissionDenied(
+        `${path} was created unreadable to others (umask stricter than 022?): run forget with ` +
+          "umask 022",
+      );
+    }
     await writeAll(file, new TextEncoder().encode(text));
     await file.syncData();
+  } finally {
+    file.close();
+  }
+}
+
+/** The largest request file the service reads (a request is one short line). */
+export const FORGET_REQUEST_MAX_BYTES = 64 * 1024;
+
+/** At most `max` bytes of the file at `path` as text; rejects when it holds more. */
+async function _readBounded(fs: StorageFs, path: string, max: number): Promise<string> {
+  const file = await fs.open(path, { read: true });
+  try {
+    const buffer = new Uint8Array(max + 1);
+    let size = 0;
+    while (size <= max) {
+      const n = await file.read(buffer.subarray(size));
+      if (n === null) break;
+      size += n;
+    }
+    if (size > max) throw new Deno.errors.InvalidData(`${path} holds more than ${max} bytes`);
+    return new TextDecoder().decode(buffer.subarray(0, size));
   } finally {
     file.close();
   }
@@ -120,7 +156,14 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
   const requestFile = forgetRequestPath(messagesFile);
   let text: string;
   try {
-    text = await readAllText(fs, requestFile);
+    // A FIFO would hold the read (and the stop) forever, a huge file the memory: refused first.
+    const named = await fs.lstat(requestFile);
+    if (!named.isFile || named.isSymlink || named.size > FORGET_REQUEST_MAX_BYTES) {
+      throw new Deno.errors.InvalidData(
+        `${requestFile} is not a regular file of at most ${FORGET_REQUEST_MAX_BYTES} bytes`,
+      );
+    }
+    text = await _readBounded(fs, requestFile, FORGET_REQUEST_MAX_BYTES);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return;
     log("error", { event: "forget_request_unreadable", error: describeError(error) });
@@ -160,8 +203,7 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
 
 /** What the command's side needs. */
 export interface ForgetAskDeps {
-  /** With owners: the request is given the owner of the lock, the running service's user. */
-  readonly fs: RewriteFs;
+  readonly fs: StorageFs;
   readonly messagesFile: string;
   /** Waits `ms` (the command's own timer). */
   readonly sleep: (ms: number) => Promise<void>;
@@ -187,7 +229,9 @@ export async function askService(
   const requestFile = forgetRequestPath(messagesFile);
   const answerFile = forgetAnswerPath(messagesFile);
   try {
-    await _writeNew(fs, requestFile, encodeRequest(request));
+    // Readable by the service's user, whoever runs forget (the directory is the service's, 0700):
+    // never chowned, which would follow a link the directory's owner put there meanwhile.
+    await _writeNew(fs, requestFile, encodeRequest(request), REQUEST_MODE);
   } catch (error) {
     if (error instanceof Deno.errors.AlreadyExists) {
       throw new ForgetRequestPending(
@@ -195,16 +239,6 @@ export async function askService(
           "(or one was interrupted: remove the file if no other forget runs)",
       );
     }
-    throw error;
-  }
-  try {
-    // Run as root (the service as its own user), the request must still be the service's to read.
-    const owner = await fs.owner(lockPath(messagesFile));
-    if (owner.uid !== null && owner.gid !== null) {
-      await fs.chown(requestFile, owner.uid, owner.gid);
-    }
-  } catch (error) {
-    await removeIfPresent(fs, requestFile);
     throw error;
   }
   const step = FORGET_POLL_MS / 4;

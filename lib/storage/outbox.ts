@@ -50,6 +50,9 @@ export {
 
 const encoder = new TextEncoder();
 
+/** How many pending submissions an outbox holds in memory by default (the rest wait on disk). */
+export const OUTBOX_WINDOW = 1024;
+
 /** Options of {@linkcode openOutbox}. */
 export interface OutboxOptions {
   /**
@@ -142,7 +145,7 @@ export async function openOutbox(path: string, options: OutboxOptions): Promise<
     throw error;
   }
   const window = new OutboxWindow({
-    capacity: options.window ?? 1024,
+    capacity: options.window ?? OUTBOX_WINDOW,
     compactAfter: options.compactAfterBytes ?? 1 << 20,
     fileBytes: opened.size,
   });

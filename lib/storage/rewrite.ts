@@ -13,9 +13,11 @@ import { rewritePath } from "../common/state_files.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import {
   denoFs,
+  fileIdentity,
   readAllText,
   removeIfPresent,
   removeTemporary,
+  type StorageFileInfo,
   type StorageFs,
   syncDirectory,
   writeAll,
@@ -47,6 +49,48 @@ export const denoRewriteFs: RewriteFs = {
   chmod: (path, mode) => Deno.chmod(path, mode),
   chown: (path, uid, gid) => Deno.chown(path, uid, gid),
 };
+
+/** Rejects unless `path` names (lstat, now) the regular file `opened` describes, `dev:ino`. */
+export async function assertSameFile(
+  fs: StorageFs,
+  path: string,
+  opened: StorageFileInfo,
+): Promise<void> {
+  const named = await fs.lstat(path);
+  if (named.isSymlink || !named.isFile || fileIdentity(named) !== fileIdentity(opened)) {
+    throw new Deno.errors.PermissionDenied(
+      `${path} was replaced or is a link: its owner and mode are left alone`,
+    );
+  }
+}
+
+/**
+ * Gives the file at `path` to `uid`:`gid`, only when it is not theirs already, and only when
+ * `path` still names the file `opened` describes (`dev:ino`, looked at with lstat right before:
+ * not a link, not a file swapped in meanwhile by whoever owns the directory); rejects otherwise.
+ * `chown` follows links, so this is how contactd run as root never gives away another file.
+ */
+export async function chownChecked(
+  fs: RewriteFs,
+  path: string,
+  opened: StorageFileInfo,
+  uid: number,
+  gid: number,
+): Promise<void> {
+  await assertSameFile(fs, path, opened);
+  const now = await fs.owner(path);
+  if (now.uid === uid && now.gid === gid) return;
+  try {
+    await fs.chown(path, uid, gid);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.PermissionDenied)) throw error;
+    throw new Deno.errors.PermissionDenied(
+      `cannot give ${path} the owner and group ${uid}:${gid} (${describeError(error)}): the ` +
+        "backup file's group must be one of the service user's groups (chgrp it to the " +
+        "service's group)",
+    );
+  }
+}
 
 /** What a rewrite did. */
 export interface RewriteOutcome {
@@ -92,9 +136,13 @@ export async function rewriteBackup(
   try {
     try {
       if (owner.uid !== null && owner.gid !== null) {
-        await fs.chown(temporary, owner.uid, owner.gid);
+        // Refused (a group the service is not in): the caller's one failure line says why.
+        await chownChecked(fs, temporary, await out.stat(), owner.uid, owner.gid);
       }
-      if (owner.mode !== null) await fs.chmod(temporary, owner.mode & 0o7777);
+      if (owner.mode !== null) {
+        await assertSameFile(fs, temporary, await out.stat());
+        await fs.chmod(temporary, owner.mode & 0o7777);
+      }
       await writeAll(out, encoder.encode(kept.map((line) => `${line}\n`).join("")));
       await out.syncData();
     } finally {

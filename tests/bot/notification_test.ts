@@ -244,7 +244,7 @@ Deno.test("a form's other fields are labelled lines in the order sent, the subje
   assert.equal(
     text,
     "New contact message #k3x9q2ab\nSubject: Quote\nFrom: Carl\n" +
-      "Contact (email): carl@example.org\nIP: 203.0.113.9\nTime: 2026-11-22T14:03:09Z\n\n" +
+      "Contact (email): carl@example.org\nIP: 203.0.113.9\nTime: 2026-11-22T14:03:09Z\n" +
       `${FIELD_BULLET}phone: +1 555\n${FIELD_BULLET}budget: 5000\n\nPlease call me`,
   );
   assert.equal(formatNotification(INPUT).includes(FIELD_BULLET), false);
@@ -259,6 +259,18 @@ Deno.test("a field cannot pass for a header line or a second notification", () =
   assert.equal(lines.filter((line) => line.startsWith("New contact message")).length, 1);
   assert.ok(lines.includes("Subject: a b"));
   assert.ok(lines.includes(`${FIELD_BULLET}From: Mallory`));
+});
+
+Deno.test("the message cannot fake field lines: the fields end the header block, before its first blank line", () => {
+  const message = `${FIELD_BULLET}email: ceo@bank.example\n${FIELD_BULLET}verified: yes`;
+  const text = formatNotification({ ...INPUT, message, fields: { phone: "+1 555" } });
+  const [head, ...rest] = text.split("\n\n");
+  assert.ok(head!.endsWith(`\nTime: 2026-11-22T14:03:09Z\n${FIELD_BULLET}phone: +1 555`), head);
+  assert.equal(head!.split("\n").filter((line) => line.startsWith(FIELD_BULLET)).length, 1);
+  assert.equal(rest.join("\n\n"), message);
+  // Without fields, the header block has no field line either.
+  const plain = formatNotification({ ...INPUT, message }).split("\n\n")[0]!;
+  assert.equal(plain.includes(FIELD_BULLET), false);
 });
 
 Deno.test("long fields go on in marked parts within 4096 units, like a long message", () => {

@@ -104,6 +104,22 @@ Deno.test("a command warns once per skipped env-file line, in plain lines with t
   assert.ok(!err.join("\n").includes("PATH"), "a name that is not contactd's is not warned about");
 });
 
+Deno.test("a mistyped FORM_<ID>_ name in the env file is warned about once, naming the form's setting, never the value", async () => {
+  const file = "FORMS=client-b\nFORM_CLIENTB_CHAT_ID=-100222\n";
+  const { err } = await run(["send-test", "--env-file", "/e"], {}, { "/e": file });
+  const warned = err.filter((line) => line.includes("FORM_CLIENTB_CHAT_ID"));
+  assert.deepEqual(warned, [
+    "contactd send-test: /e line 2: FORM_CLIENTB_CHAT_ID is not a contactd setting " +
+    "(did you mean FORM_CLIENT_B_CHAT_ID?); skipped",
+  ]);
+  assert.ok(!err.join("\n").includes("-100222"));
+  // FORMS from the process environment counts too.
+  const fromProcess = await run(["send-test", "--env-file", "/e"], { FORMS: "clientb" }, {
+    "/e": "FORM_CLIENTB_CHAT_ID=-100222\n",
+  });
+  assert.equal(fromProcess.err.filter((line) => line.includes("FORM_CLIENTB")).length, 0);
+});
+
 Deno.test("serve warns about skipped env-file lines as JSON log lines (env_file_line_skipped)", async () => {
   const { err, served } = await run(["serve", "--env-file", "/e"], {}, { "/e": SKIPPING });
   assert.deepEqual(served, [{ PORT: "9000" }]);

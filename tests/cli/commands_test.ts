@@ -327,7 +327,8 @@ Deno.test("check lists every form of FORMS with its chat and topic, and checks e
   ]);
   assert.ok(
     ok.out.includes(
-      `form support: POST /api/contact/support to chat ${CHAT_ID}, topic 42 ("support")`,
+      `form support: POST /api/contact/support to chat ${CHAT_ID} (the service's chat), ` +
+        'topic 42 ("support")',
     ),
     ok.out.join("\n"),
   );

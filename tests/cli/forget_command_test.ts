@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { OWN_FILES_REVOKED, parseCommandLine, runCli } from "../../lib/cli/cli.ts";
 import { formatRecord } from "../../lib/storage/backup.ts";
 import { lockFiles } from "../../lib/storage/lock.ts";
+import { isRoot } from "../support/service.ts";
 import { fakeCliIo } from "./_cli_io.ts";
 
 async function cli(args: string[], file: string) {
@@ -91,6 +92,76 @@ Deno.test("forget with the service stopped removes the matching records under th
     assert.equal(await Deno.readTextFile(file), record("b2", "10.0.0.2"));
     // The lock was released: a service could start now.
     (await lockFiles(file, 1)).release();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("forget --dry-run with the service stopped creates nothing and opens nothing for writing", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/messages.jsonl`;
+  try {
+    await Deno.writeTextFile(file, record("a1", "10.0.0.1"), { mode: 0o600 });
+    const dry = await cli(["forget", "--id", "a1", "--dry-run"], file);
+    assert.equal(dry.code, 0, dry.err.join());
+    assert.match(dry.out[0]!, /^would remove 1 record\(s\)/);
+    // No .lock, no .outbox: the dry run reads as `pending` does.
+    const names = [];
+    for await (const entry of Deno.readDir(dir)) names.push(entry.name);
+    assert.deepEqual(names, ["messages.jsonl"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "forget as root with the service stopped and the backup file rotated away gives what it creates to the directory's owner",
+  ignore: !isRoot(),
+  fn: async () => {
+    const dir = await Deno.makeTempDir();
+    const file = `${dir}/messages.jsonl`;
+    try {
+      await Deno.chown(dir, 65534, 65534);
+      const done = await cli(["forget", "--contact", "@nobody"], file);
+      assert.equal(done.code, 0, done.err.join());
+      for (const name of [`${file}.lock`, `${file}.outbox`]) {
+        const info = await Deno.lstat(name);
+        assert.deepEqual([info.uid, info.gid], [65534, 65534], name);
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test("forget --contact - reads the value from standard input's first line, out of the process list", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/messages.jsonl`;
+  try {
+    await Deno.writeTextFile(file, record("a1", "10.0.0.1"), { mode: 0o600 });
+    const run = async (args: string[], stdin: string | undefined) => {
+      const { io, out, err } = fakeCliIo({
+        env: (name) => name === "MESSAGES_FILE" ? file : undefined,
+        now: () => new Date(Date.UTC(2026, 10, 25)),
+        readStdin: () => Promise.resolve(stdin),
+      });
+      return { code: await runCli(args, io), out, err };
+    };
+    assert.deepEqual(parseCommandLine(["forget", "--contact", "-"]), {
+      kind: "run",
+      command: "forget",
+      forget: { match: { by: "contact", value: "-" }, dryRun: false, fromStdin: true },
+    });
+    const dry = await run(["forget", "--contact", "-", "--dry-run"], "@ANN\r\nignored\n");
+    assert.equal(dry.code, 0, dry.err.join());
+    assert.match(dry.out[0]!, /^would remove 1 record\(s\)/);
+    const empty = await run(["forget", "--address", "-"], "\n");
+    assert.equal(empty.code, 2);
+    assert.match(empty.err[0]!, /--address takes an IPv4 or IPv6 address/);
+    const none = await run(["forget", "--contact", "-"], undefined);
+    assert.equal(none.code, 2);
+    assert.match(none.err[0]!, /reads the value from standard input/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -56,11 +56,18 @@ Deno.test("a form with a chat of its own takes no topic from the service's chat"
   assert.deepEqual([form!.chatId, form!.topicId], [555, undefined]);
 });
 
+Deno.test("a form whose FORM_<ID>_CHAT_ID is the service's chat keeps MESSENGER_TOPIC_ID", () => {
+  const [form] = parseConfig({ ...BASE, FORMS: "a", FORM_A_CHAT_ID: "-100123" }).forms;
+  assert.deepEqual([form!.chatId, form!.topicId], [-100123, 7]);
+});
+
 Deno.test("FORMS refuses a malformed or repeated id, and each form setting is checked by name", () => {
   for (const bad of ["Sales", "a_b", "-a", "a-", "x".repeat(33), "a b"]) {
     refused({ FORMS: bad }, "FORMS", /form ids/);
   }
   refused({ FORMS: "a,a" }, "FORMS", /twice/);
+  // "default" names the default form (contactd export --form default): never a FORMS id.
+  refused({ FORMS: "sales,default" }, "FORMS", /cannot name a form default/);
   refused({ FORMS: "a", FORM_A_CHAT_ID: "x" }, "FORM_A_CHAT_ID", /non-zero integer/);
   refused({ FORMS: "a", FORM_A_TOPIC_ID: "1" }, "FORM_A_TOPIC_ID", /General topic/);
   refused(

@@ -3,7 +3,7 @@
  * setting, never a value.
  */
 import assert from "node:assert/strict";
-import { envFileNotes, parseEnvFile } from "../../lib/config/settings.ts";
+import { envFileNotes, formSettingWarnings, parseEnvFile } from "../../lib/config/settings.ts";
 
 Deno.test("parseEnvFile drops a UTF-8 byte-order mark before the first setting", () => {
   const file = parseEnvFile("\uFEFFMESSENGER_BOT_TOKEN=1:abc\r\nPORT=9000\r\n");
@@ -91,4 +91,41 @@ Deno.test("parseEnvFile names another relay's names for the token and the chat (
     [5, "MESSENGER_CHAT_ID"],
   ]);
   assert.ok(!JSON.stringify(file.warnings).includes("secret"));
+});
+
+Deno.test("formSettingWarnings names a FORM_<X>_<SETTING> line no form of FORMS reads, with the closest name, never the value", () => {
+  const file = parseEnvFile(
+    [
+      "FORMS=client-b",
+      "FORM_CLIENTB_CHAT_ID=222",
+      "FORM_CLIENT_B_CHATID=333",
+      "FORM_CLIENT_B_TITLE=B",
+      "FORM_OTHER_TITLE=x",
+    ].join("\n"),
+  );
+  assert.deepEqual(file.warnings, []);
+  assert.deepEqual(formSettingWarnings(file, "client-b"), [
+    {
+      line: 2,
+      problem: "unknown_name",
+      name: "FORM_CLIENTB_CHAT_ID",
+      closest: "FORM_CLIENT_B_CHAT_ID",
+    },
+    {
+      line: 3,
+      problem: "unknown_name",
+      name: "FORM_CLIENT_B_CHATID",
+      closest: "FORM_CLIENT_B_CHAT_ID",
+    },
+    { line: 5, problem: "unknown_name", name: "FORM_OTHER_TITLE", closest: "FORM_CLIENT_B_TITLE" },
+  ]);
+  // Without FORMS no form reads any: the hint is FORMS.
+  assert.deepEqual(
+    formSettingWarnings(file, undefined).map((warning) => JSON.stringify(warning)),
+    ["FORM_CLIENTB_CHAT_ID", "FORM_CLIENT_B_CHATID", "FORM_CLIENT_B_TITLE", "FORM_OTHER_TITLE"]
+      .map((name, i) =>
+        JSON.stringify({ line: i + 2, problem: "unknown_name", name, closest: "FORMS" })
+      ),
+  );
+  assert.ok(!JSON.stringify(formSettingWarnings(file, "client-b")).includes("222"));
 });

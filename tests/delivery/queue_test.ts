@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { type DeliveryOutcome, DeliveryQueue, type Destination } from "../../lib/delivery/queue.ts";
+import {
+  type DeliveryOutcome,
+  DeliveryQueue,
+  type Destination,
+  FORGOTTEN,
+} from "../../lib/delivery/queue.ts";
+import { ForgottenIds } from "../../lib/storage/erasure.ts";
 import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
 import { OutboxEntryDamaged, type OutboxSubmission } from "../../lib/storage/outbox.ts";
 import { Pacer } from "../../lib/delivery/pacer.ts";
@@ -52,6 +58,7 @@ function setup(options: {
   stopWaitMs?: number;
   wallStep?: number;
   destination?: (form: string) => Destination | undefined;
+  forgotten?: { has(id: string): boolean };
 } = {}) {
   const clock = fakeClock(1_000_000);
   const wall = { step: options.wallStep ?? 0 };
@@ -81,6 +88,7 @@ function setup(options: {
     maxAgeMs: options.maxAgeMs ?? 7 * DAY,
     ...(options.stopWaitMs === undefined ? {} : { stopWaitMs: options.stopWaitMs }),
     ...(options.destination === undefined ? {} : { destination: options.destination }),
+    ...(options.forgotten === undefined ? {} : { forgotten: options.forgotten }),
   });
   /** Submits like lib/http/accept.ts: in the outbox first, then to the queue. */
   const submit = (s: OutboxSubmission) => {
@@ -845,6 +853,22 @@ Deno.test("a pending message of a form FORMS no longer names goes to the default
   queue.close();
 });
 
+Deno.test("a pending message of a removed form is labelled Form: <id> (removed), and form_removed names the chat", async () => {
+  const { clock, sent, queue, store, logs } = setup({
+    destination: () => undefined,
+    chatId: GROUP_CHAT,
+  });
+  store.add({ ...submission("orphan"), form: "gone" }, { status: 502 });
+  queue.start();
+  await clock.advance(1_000);
+  assert.equal(sent.length, 1);
+  const header = sent[0]!.text.split("\n\n")[0]!.split("\n");
+  assert.equal(header[1], "Form: gone (removed)");
+  const removed = logs.filter((l) => l.event === "form_removed");
+  assert.deepEqual([removed[0]!.form, removed[0]!.chat], ["gone", GROUP_CHAT]);
+  queue.close();
+});
+
 Deno.test("a settings problem in a form's chat pauses with one line naming the form and its settings", async () => {
   const { clock, queue, submit, logs } = setup({
     destination: () => SALES,
@@ -858,4 +882,35 @@ Deno.test("a settings problem in a form's chat pauses with one line naming the f
   assert.equal(paused[0]!.form, "sales");
   assert.match(String(paused[0]!.hint), /form sales: FORM_SALES_CHAT_ID, FORM_SALES_TOPIC_ID/);
   queue.close();
+});
+
+Deno.test("a submission forgotten while it waits in the paced callers' lane or the backlog is never sent, and its sender is answered as stored", async () => {
+  const clock0 = fakeClock(0);
+  const forgotten = new ForgottenIds(60_000, () => clock0.now());
+  const { clock, sent, queue, submit, store } = setup({ forgotten });
+  // One in the backlog, forgotten though the window does not have it done (beyond the window).
+  const old = submission("old secret", "2026-11-22T13:00:00Z");
+  store.add(old);
+  forgotten.add(old.id);
+  queue.start();
+  const all = Array.from({ length: 10 }, (_, i) => submission(`secret ${i}`));
+  const outcomes = all.map((s) => submit(s));
+  await clock.settle();
+  assert.equal(sent.length, 3); // a burst of 3, then one a second
+  // forget runs now (lib/storage/erasure.ts): the ids first, then the entries given up.
+  for (const s of all.slice(3)) {
+    forgotten.add(s.id);
+    await store.done(s.id, "2026-11-22T14:03:10Z", "given_up");
+  }
+  await clock.advance(40_000);
+  assert.deepEqual(sent.map((s) => /secret \d+|old secret/.exec(s.text)![0]), [
+    "secret 0",
+    "secret 1",
+    "secret 2",
+  ]);
+  for (const outcome of outcomes.slice(0, 3)) assert.deepEqual(outcome.value, { ok: true });
+  for (const outcome of outcomes.slice(3)) {
+    assert.deepEqual(outcome.value, { ok: false, error: FORGOTTEN });
+  }
+  await queue.close();
 });

@@ -520,7 +520,10 @@ Deno.test({
       assert.equal(fake.delivered.length, 2);
       for (const text of fake.delivered) {
         assert.match(text, /\nSubject: Quote\nFrom: Carl\nContact: carl@example\.org\n/);
-        assert.match(text, /\n\n· phone: \+1 555\n· topics: websites, hosting\n\nPlease call me$/);
+        assert.match(
+          text,
+          /\nTime: [^\n]+\n· phone: \+1 555\n· topics: websites, hosting\n\nPlease call me$/,
+        );
       }
       const records = await service.records();
       assert.deepEqual(

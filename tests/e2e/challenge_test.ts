@@ -299,3 +299,30 @@ Deno.test("e2e: the module graph of main.ts imports altcha-lib statically (what 
     `npm:${pinned} not statically reached from main.ts`,
   );
 });
+
+Deno.test("e2e: CHALLENGE=altcha: GET /api/challenge serves the origins of every form, with CORS for the matching one", async () => {
+  await withService(
+    {
+      CHALLENGE: "altcha",
+      CHALLENGE_SECRET: ALTCHA_SECRET,
+      ALLOWED_ORIGINS: "https://example.org",
+      FORMS: "sales",
+      FORM_SALES_ALLOWED_ORIGINS: "https://shop.example",
+    },
+    async (service) => {
+      for (const origin of ["https://example.org", "https://shop.example"]) {
+        const response = await fetch(`${service.url}/api/challenge`, {
+          headers: { origin, "x-forwarded-for": "198.51.100.3" },
+        });
+        assert.equal(response.status, 200, origin);
+        assert.equal(response.headers.get("access-control-allow-origin"), origin);
+        assert.equal((await response.json()).algorithm, "SHA-256");
+      }
+      const refused = await fetch(`${service.url}/api/challenge`, {
+        headers: { origin: "https://evil.example", "x-forwarded-for": "198.51.100.3" },
+      });
+      assert.equal(refused.status, 403);
+      await refused.body?.cancel();
+    },
+  );
+});

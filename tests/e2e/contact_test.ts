@@ -291,7 +291,7 @@ Deno.test("e2e: a Formspree-style body is delivered with every field shown and s
     assert.equal(fake.delivered.length, 1);
     const text = fake.delivered[0]!;
     assert.match(text, /\nSubject: Quote\nFrom: Carl\nContact \(email\): carl@example\.org\n/);
-    assert.match(text, /\n\n· phone: \+1 555\n\nPlease call me$/);
+    assert.match(text, /\nTime: [^\n]+\n· phone: \+1 555\n\nPlease call me$/);
     const records = await service.records();
     assert.equal(records.length, 1);
     assert.equal(records[0]!.contact, "carl@example.org");

@@ -121,12 +121,35 @@ Deno.test("field names: at most 40 characters from the safe set, else 400 field_
   }
 });
 
-Deno.test("field names and values are cleaned as name is: no line breaks, control or bidi", () => {
-  assert.deepEqual(kept([["note\u202E", "a\nFrom: x\u2028b\u0000c\u2066"]]), {
+Deno.test("field values are cleaned as name is: no line breaks, control or bidi; a name cleaning would change is refused", () => {
+  assert.deepEqual(kept([["note", "a\nFrom: x\u2028b\u0000c\u2066"]]), {
     note: "a From: x b c",
   });
-  // A name that only differs by characters cleaning removes is the same field.
-  assert.deepEqual(kept([["tag", "a"], ["tag\u200F", "b"]]), { tag: "a, b" });
+  for (const bad of ["note\u202E", "tag\u200F", "tag ", " tag", "tag\t", "tag\u0000"]) {
+    assert.equal(refused([[bad, "v"]]).code, "field_name", JSON.stringify(bad));
+  }
+});
+
+Deno.test("a name that cleans to a spec field's or a honeypot's is 400 field_name naming it, never a field named like the spec's", () => {
+  for (
+    const [raw, shown] of [["name ", "name"], ["message\u0000", "message"], [
+      "website\t",
+      "website",
+    ], ["email ", "email"]]
+  ) {
+    const result = parseSubmission({ message: "hi", [raw!]: "x" });
+    assert.equal(result.kind, "invalid", JSON.stringify(raw));
+    if (result.kind !== "invalid") continue;
+    assert.deepEqual([result.code, result.field], ["field_name", shown], JSON.stringify(raw));
+  }
+  // The reserved names are compared in any case: none becomes an extra field.
+  assert.deepEqual(
+    kept(
+      [["NAME", "a"], ["Website", "b"], ["ALTCHA", "c"], ["x", "d"]],
+      new Set(["name", "website", "altcha"]),
+    ),
+    { x: "d" },
+  );
 });
 
 Deno.test("a value over 1000 characters, joined values included, is 400 field_too_long", () => {
@@ -158,4 +181,30 @@ Deno.test("at most 20 extra fields: the 21st is 400 too_many_fields naming it", 
     "too_many_fields",
     "f20",
   ]);
+});
+
+Deno.test("the spec's fields, the contact's sources and the honeypots are matched in any case, the first one sent winning", () => {
+  assert.deepEqual(valid({ Name: "Ann", Email: "ann@example.org", Message: "Hi" }), {
+    name: "Ann",
+    contact: "ann@example.org",
+    message: "Hi",
+    contactFrom: "email",
+  });
+  assert.deepEqual(
+    valid({ CONTACT: "@ann", EMAIL: "a@example.org", MESSAGE: "Hi", Subject: "Q" }),
+    {
+      name: "",
+      contact: "@ann",
+      message: "Hi",
+      fields: { EMAIL: "a@example.org", Subject: "Q" },
+    },
+  );
+  assert.deepEqual(valid({ Message: "first", message: "second", _ReplyTo: "r@example.org" }), {
+    name: "",
+    contact: "r@example.org",
+    message: "first",
+    contactFrom: "_replyto",
+  });
+  assert.deepEqual(parseSubmission({ message: "Hi", Website: "bot" }), { kind: "honeypot" });
+  assert.deepEqual(parseSubmission({ message: "Hi", _GOTCHA: "bot" }), { kind: "honeypot" });
 });

@@ -31,6 +31,7 @@ Deno.test("decodeMultipart refuses a file part with file_not_accepted naming its
     code: "file_not_accepted",
     field: "attachment",
     message: "Files are not accepted: contactd relays text only.",
+    pairs: [["message", "m"]],
   });
   // A chosen file that is empty is still a file.
   const [empty, emptyType] = await encode(form([["a", new File([], "empty.txt")]]));
@@ -66,4 +67,52 @@ Deno.test("decodeMultipart refuses invalid UTF-8 in a part instead of replacing 
     kind: "invalid",
     code: "invalid_encoding",
   });
+});
+
+const enc = (text: string) => new TextEncoder().encode(text);
+const TYPE = "multipart/form-data; boundary=XX";
+const part = (headers: string, value: string) => `--XX\r\n${headers}\r\n\r\n${value}\r\n`;
+const MESSAGE = part('Content-Disposition: form-data; name="message"', "hi");
+
+Deno.test("decodeMultipart: a part with filename* or a Content-Type other than text/plain is a file, 415", async () => {
+  for (
+    const headers of [
+      `Content-Disposition: form-data; name="f"; filename*=UTF-8''a.txt`,
+      'Content-Disposition: form-data; name="f"\r\nContent-Type: application/pdf',
+      'Content-Disposition: form-data; name="f"\r\nContent-Type: text/html; charset=utf-8',
+    ]
+  ) {
+    const result = await decodeMultipart(enc(MESSAGE + part(headers, "data") + "--XX--\r\n"), TYPE);
+    assert.equal(result.kind, "invalid", headers);
+    if (result.kind !== "invalid") continue;
+    assert.deepEqual([result.code, result.field], ["file_not_accepted", "f"], headers);
+  }
+  // text/plain, any case and with its charset, is text.
+  const plain = part(
+    'Content-Disposition: form-data; name="f"\r\nContent-Type: Text/Plain; charset=UTF-8',
+    "t",
+  );
+  assert.deepEqual(await decodeMultipart(enc(MESSAGE + plain + "--XX--\r\n"), TYPE), {
+    kind: "pairs",
+    pairs: [["message", "hi"], ["f", "t"]],
+  });
+});
+
+Deno.test("decodeMultipart: a part without a name or with a line break in its name is invalid_multipart, never dropped", async () => {
+  for (
+    const headers of [
+      "Content-Disposition: form-data",
+      'Content-Disposition: form-data; name=""',
+      'Content-Disposition: form-data; name="a\nb"',
+      'Content-Disposition: form-data; name="a\rb"',
+    ]
+  ) {
+    const result = await decodeMultipart(enc(MESSAGE + part(headers, "x") + "--XX--\r\n"), TYPE);
+    assert.equal(result.kind, "invalid", JSON.stringify(headers));
+    if (result.kind !== "invalid") continue;
+    assert.equal(result.code, "invalid_multipart", JSON.stringify(headers));
+    assert.deepEqual(result.pairs, [["message", "hi"]]);
+  }
+  // Without its closing delimiter a body's parts are not all there.
+  assert.equal((await decodeMultipart(enc(MESSAGE), TYPE)).kind, "invalid");
 });

@@ -16,7 +16,8 @@ Deno.test("POST /api/contact delivers a Formspree-style body with every field sh
   assert.equal(response.status, 200);
   const text = state.texts[0]!;
   assert.match(text, /\nSubject: Quote\nFrom: Carl\nContact \(email\): carl@example\.org\n/);
-  assert.ok(text.includes(`\n\n${FIELD_BULLET}phone: +1 555\n\nPlease call me`), text);
+  assert.ok(text.includes(`\n${FIELD_BULLET}phone: +1 555\n\nPlease call me`), text);
+  assert.equal(text.split("\n\n").length, 2, text);
   const record = JSON.parse(state.lines[0]!);
   assert.equal(record.contact, "carl@example.org");
   assert.deepEqual(record.fields, { subject: "Quote", phone: "+1 555" });
@@ -121,6 +122,26 @@ Deno.test("POST /api/contact answers a multipart file 415 file_not_accepted, sto
     PEER,
   );
   assert.equal(broken.status, 400);
+});
+
+Deno.test("a refused multipart post (a file, a part without a name) goes to the form's _redirect_error", async () => {
+  const { state, handler } = setup();
+  const file = new File(["hello"], "notes.txt", { type: "text/plain" });
+  const refused = await handler(
+    postMultipart([["message", "m"], ["notes", file], ["_redirect_error", "/sorry"]]),
+    PEER,
+  );
+  assert.equal(refused.status, 303);
+  assert.equal(refused.headers.get("location"), "/sorry?error=file_not_accepted");
+  const body = '--XX\r\nContent-Disposition: form-data; name="_redirect_error"\r\n\r\n/sorry\r\n' +
+    "--XX\r\nContent-Disposition: form-data\r\n\r\nx\r\n--XX--\r\n";
+  const unnamed = await handler(
+    post(body, { "content-type": "multipart/form-data; boundary=XX" }),
+    PEER,
+  );
+  assert.equal(unnamed.status, 303);
+  assert.equal(unnamed.headers.get("location"), "/sorry?error=invalid_multipart");
+  assert.deepEqual([state.lines.length, state.texts.length], [0, 0]);
 });
 
 Deno.test("POST /api/contact answers a multipart _gotcha hit 200, storing nothing", async () => {

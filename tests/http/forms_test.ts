@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { PEER, setup } from "../support/handler_setup.ts";
+import { RateLimiter } from "../../lib/net/rate_limit.ts";
 
 const FORMS = [
   { id: "support", allowedOrigins: [] },
@@ -76,4 +77,34 @@ Deno.test("the rate limit is one budget per address across all forms", async () 
     statuses.push((await handler(postTo(paths[i % 3]!, { message: `m${i}` }), PEER)).status);
   }
   assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
+});
+
+Deno.test("GET /api/challenge accepts the origins of every form, with CORS for the matching one", async () => {
+  const { handler } = setup({
+    forms: FORMS,
+    allowedOrigins: ["https://site.example"],
+    challenge: {
+      field: "altcha",
+      check: () => Promise.resolve("passed" as const),
+      issue: () => Promise.resolve({ algorithm: "SHA-256" }),
+    },
+    challengeLimiter: new RateLimiter({ limit: 30, windowMs: 60_000 }),
+  });
+  const fetchFrom = (origin: string) =>
+    handler(
+      new Request("http://localhost/api/challenge", {
+        headers: { origin, "x-forwarded-for": "198.51.100.1" },
+      }),
+      PEER,
+    );
+  for (const origin of ["https://site.example", "https://shop.example"]) {
+    const response = await fetchFrom(origin);
+    assert.equal(response.status, 200, origin);
+    assert.equal(response.headers.get("access-control-allow-origin"), origin);
+    assert.equal((await response.json()).algorithm, "SHA-256");
+  }
+  const refused = await fetchFrom("https://evil.example");
+  assert.equal(refused.status, 403);
+  assert.equal(refused.headers.get("access-control-allow-origin"), null);
+  assert.equal((await refused.json()).error, "origin_not_allowed");
 });

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { ERRORS } from "../../lib/http/errors.ts";
-import { errorResponse, jsonResponse, NO_STORE } from "../../lib/http/responses.ts";
+import {
+  cachedAnswerCount,
+  errorResponse,
+  jsonResponse,
+  NO_STORE,
+} from "../../lib/http/responses.ts";
 
 Deno.test("jsonResponse answers repeat whole: each copy has its own body and headers", async () => {
   const first = jsonResponse(200, { ok: true });
@@ -53,4 +58,27 @@ Deno.test("errorResponse keeps answers with different headers or bodies apart", 
     field: "message",
     message: "message is required.",
   });
+});
+
+Deno.test("error answers naming a field the sender chose are not kept: they cannot fill the answer cache", async () => {
+  errorResponse("field_too_long", {
+    field: "message",
+    message: "message must be at most 4000 characters.",
+  });
+  const before = cachedAnswerCount();
+  for (let i = 0; i < 50; i++) {
+    const response = errorResponse("field_name", {
+      field: `f${i}`,
+      message: "A field name must be…",
+    });
+    assert.equal(response.status, 400);
+    assert.equal((await response.json()).field, `f${i}`);
+  }
+  assert.equal(cachedAnswerCount(), before);
+  // The spec's own fields' answers are still kept.
+  errorResponse("field_too_long", {
+    field: "name",
+    message: "name must be at most 200 characters (kept).",
+  });
+  assert.equal(cachedAnswerCount(), before + 1);
 });

@@ -7,15 +7,19 @@ import { formatRecord } from "../../lib/storage/backup.ts";
 import {
   erase,
   type ErasureDeps,
+  ForgottenIds,
   lineMatches,
   matches,
   parseForgetMatch,
+  pendingOnDisk,
 } from "../../lib/storage/erasure.ts";
-import type { RewriteFs } from "../../lib/storage/rewrite.ts";
+import { denoRewriteFs, type RewriteFs } from "../../lib/storage/rewrite.ts";
 import {
   askService,
+  encodeAnswer,
   encodeRequest,
   FORGET_ANSWER_WAIT_MS,
+  FORGET_REQUEST_MAX_BYTES,
   ForgetRequestPending,
   parseAnswer,
   parseRequest,
@@ -67,6 +71,20 @@ Deno.test("an address matches in every written form of it: IPv6 case, zeros, bra
   });
 });
 
+Deno.test("a contact matches the contact field or the whole value of another field the form kept (an email beside an @name), never a part of one", () => {
+  const contact = match("contact", "Ann@Example.org");
+  assert.equal(matches(contact, { contact: "@ann", fields: { email: "ann@example.org" } }), true);
+  assert.equal(
+    matches(contact, { contact: "@ann", fields: { note: "ann@example.org, bob" } }),
+    false,
+  );
+  assert.equal(matches(contact, { contact: "@ann", fields: { email: "bob@example.org" } }), false);
+  assert.equal(
+    lineMatches(contact, JSON.stringify({ fields: { Email: "ANN@example.org" } })),
+    true,
+  );
+});
+
 Deno.test("a contact matches whatever its case and Unicode form; an id exactly, with or without #", () => {
   const contact = match("contact", "  Ann@Example.ORG ");
   assert.equal(matches(contact, { contact: "ann@example.org" }), true);
@@ -77,7 +95,12 @@ Deno.test("a contact matches whatever its case and Unicode form; an id exactly, 
   assert.equal(matches(nfd, { contact: "jos\u00e9" }), true);
   assert.deepEqual(match("id", "#k3x9q2ab"), { by: "id", value: "k3x9q2ab" });
   assert.equal(matches(match("id", "k3x9q2ab"), { id: "k3x9q2ab" }), true);
-  assert.equal(matches(match("id", "k3x9q2ab"), { id: "K3X9Q2AB" }), false);
+  // Any case, as the ids are made: lower-case Crockford base32 (I, L, O read as 1, 1, 0).
+  assert.deepEqual(match("id", "#K3X9Q2AB"), { by: "id", value: "k3x9q2ab" });
+  assert.deepEqual(match("id", "K3X9QZAO"), { by: "id", value: "k3x9qza0" });
+  for (const bad of ["k3x9q2a_", "k3x9-q2ab", "k3x9q2au", "é"]) {
+    assert.ok("error" in parseForgetMatch("id", bad), bad);
+  }
   // A record without an id (written before ids were kept) is never matched by id.
   assert.equal(matches(match("id", "k3x9q2ab"), {}), false);
   assert.ok("error" in parseForgetMatch("id", "a b"));
@@ -107,7 +130,7 @@ async function files() {
   const outbox = await open(memory);
   const a = { ...submission("from Ann"), contact: "ann@example.org" };
   const b = { ...submission("Ann again"), contact: "ANN@example.org", ip: "2001:db8::7" };
-  const c = { ...submission("from Bo"), contact: "bo@example.org" };
+  const c = { ...submission("from Bo"), id: "c0000b03", contact: "bo@example.org" };
   for (const s of [a, b, c]) await outbox.add(s);
   await outbox.done(a.id, "2026-11-22T14:03:10Z", "delivered");
   for (const s of [a, b, c]) await outbox.recorded(s.id, s === a ? 200 : 502);
@@ -157,6 +180,146 @@ Deno.test("erase with the service stopped notes unanswered entries as recorded, 
   await reopened.close();
 });
 
+Deno.test("erase while the service runs forgets the matching ids (pending and unanswered) and notes them recorded, so neither the queue, the sender's record nor crash recovery brings them back", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  const { fs } = rewriteFs(memory);
+  const outbox = await open(memory);
+  // Pending, its sender waiting; and delivered with its sender not answered yet.
+  const waiting = { ...submission("waits"), ip: "198.51.100.9" };
+  const delivered = { ...submission("delivered"), ip: "198.51.100.9" };
+  const other = { ...submission("other"), ip: "198.51.100.10" };
+  for (const s of [waiting, delivered, other]) await outbox.add(s);
+  await outbox.done(delivered.id, "2026-11-22T14:03:10Z", "delivered");
+  memory.writeText(BACKUP, "");
+  const forgotten = new ForgottenIds(60_000, () => 0);
+  const deps = { ...depsOf(fs, outbox).deps, forgotten };
+  assert.deepEqual(await erase(deps, match("address", "198.51.100.9"), false), {
+    records: 0,
+    pending: 1,
+  });
+  assert.equal(forgotten.has(waiting.id), true);
+  assert.equal(forgotten.has(delivered.id), true);
+  assert.equal(forgotten.has(other.id), false);
+  await outbox.close();
+  // A crash now: the next start writes no record for them (nothing unrecorded of them is left).
+  const reopened = await open(memory);
+  assert.deepEqual([...reopened.entries()].map((e) => e.id), [other.id]);
+  await reopened.close();
+});
+
+Deno.test("the forgotten ids are bounded: kept for their time, at most the cap, the oldest going first", () => {
+  let now = 0;
+  const forgotten = new ForgottenIds(1000, () => now, 3);
+  for (const id of ["a", "b", "c", "d"]) forgotten.add(id);
+  assert.equal(forgotten.size, 3);
+  assert.equal(forgotten.has("a"), false);
+  assert.equal(forgotten.has("d"), true);
+  now = 1001;
+  assert.equal(forgotten.has("d"), false);
+  forgotten.add("e");
+  assert.equal(forgotten.size, 1);
+});
+
+Deno.test("a FIFO or a file over 64 KiB at MESSAGES_FILE.forget is refused at once, never read, and taken away", async () => {
+  const dir = await Deno.makeTempDir();
+  const messagesFile = `${dir}/messages.jsonl`;
+  try {
+    const made = await new Deno.Command("mkfifo", { args: [`${messagesFile}.forget`] }).output();
+    assert.ok(made.success);
+    const lines: LogFields[] = [];
+    const deps = {
+      appender: { exclusive: <T>(task: () => Promise<T>) => task() },
+      fs: denoRewriteFs,
+      path: messagesFile,
+      messagesFile,
+      outbox: {} as ErasureDeps["outbox"],
+      now: () => NOW,
+      log: (_: string, fields: LogFields) => void lines.push(fields),
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const served = await Promise.race([
+      serveForgetRequest(deps).then(() => "served"),
+      new Promise((resolve) => timer = setTimeout(() => resolve("stuck"), 3000)),
+    ]);
+    clearTimeout(timer);
+    assert.equal(served, "served");
+    assert.equal(lines[0]?.event, "forget_request_unreadable");
+    await assert.rejects(Deno.lstat(`${messagesFile}.forget`), Deno.errors.NotFound);
+
+    await Deno.writeTextFile(`${messagesFile}.forget`, " ".repeat(FORGET_REQUEST_MAX_BYTES) + "\n");
+    await serveForgetRequest(deps);
+    assert.equal(lines[1]?.event, "forget_request_unreadable");
+    await assert.rejects(Deno.lstat(`${messagesFile}.forget`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("erase says how many pending submissions wait on disk beyond the outbox's window, unsearched, and removes a rewrite's stale temporary file", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  const { fs } = rewriteFs(memory);
+  const outbox = await open(memory, { window: 2 });
+  for (let i = 0; i < 5; i++) {
+    const s = { ...submission(`m${i}`), ip: "198.51.100.9" };
+    await outbox.add(s);
+    await outbox.recorded(s.id, 502);
+  }
+  await outbox.close();
+  const reopened = await open(memory, { window: 2 });
+  memory.writeText(BACKUP, "");
+  memory.writeText(`${BACKUP}.rewrite`, "an erased record left by a crash\n");
+  const outcome = await erase(depsOf(fs, reopened).deps, match("address", "198.51.100.9"), false);
+  assert.equal(outcome.pending, 2);
+  assert.equal(outcome.unsearched, 3);
+  assert.equal(memory.exists(`${BACKUP}.rewrite`), false);
+  // The running service's answer carries it to the command.
+  assert.deepEqual(parseAnswer(encodeAnswer({ nonce: "n", ok: true, outcome })), {
+    nonce: "n",
+    ok: true,
+    outcome: { records: 0, pending: 2, unsearched: 3 },
+  });
+  await reopened.close();
+});
+
+Deno.test("erase searches the pending submissions on disk beyond the outbox's window too: every match given up and forgotten, none left to deliver", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  const { fs } = rewriteFs(memory);
+  const outbox = await open(memory, { window: 2 });
+  const all = [];
+  for (let i = 0; i < 6; i++) {
+    const s = { ...submission(`m${i}`), ip: i === 4 ? "198.51.100.10" : "198.51.100.9" };
+    all.push(s);
+    await outbox.add(s);
+    await outbox.recorded(s.id, 502);
+  }
+  await outbox.close();
+  const reopened = await open(memory, { window: 2 });
+  memory.writeText(BACKUP, "");
+  const forgotten = new ForgottenIds(60_000, () => 0);
+  const deps = {
+    ...depsOf(fs, reopened).deps,
+    forgotten,
+    pendingOnDisk: pendingOnDisk(OUTBOX, memory),
+  };
+  const dry = await erase(deps, match("address", "198.51.100.9"), true);
+  assert.deepEqual(dry, { records: 0, pending: 5 });
+  const outcome = await erase(deps, match("address", "198.51.100.9"), false);
+  assert.deepEqual(outcome, { records: 0, pending: 5 });
+  for (const s of all) assert.equal(forgotten.has(s.id), s !== all[4], s.id);
+  assert.equal(reopened.pendingCount, 1);
+  assert.deepEqual(
+    [...reopened.entries()].filter((e) => e.done === false).map((e) => e.id),
+    [all[4]!.id],
+  );
+  await reopened.close();
+  const again = await open(memory, { window: 2 });
+  assert.deepEqual([...again.entries()].map((e) => e.id), [all[4]!.id]);
+  await again.close();
+});
+
 Deno.test("forget requests and answers round-trip their files; a bad one is refused", () => {
   const request = { nonce: "n1", match: match("address", "2001:DB8::1"), dryRun: true };
   assert.deepEqual(parseRequest(encodeRequest(request)), {
@@ -180,7 +343,11 @@ Deno.test("forget while the service runs: the command's request is performed by 
   const service = { ...deps, messagesFile: BACKUP };
   let polls = 0;
   // The command's waits are the service's polls.
+  const requestModes: number[] = [];
   const sleep = async () => {
+    if (memory.exists(`${BACKUP}.forget`)) {
+      requestModes.push((await fs.lstat(`${BACKUP}.forget`)).mode! & 0o777);
+    }
     if (++polls % 2 === 0) await serveForgetRequest(service);
   };
   const answer = await askService({ fs, messagesFile: BACKUP, sleep }, {
@@ -191,8 +358,13 @@ Deno.test("forget while the service runs: the command's request is performed by 
   assert.deepEqual(answer, { nonce: "n-1", ok: true, outcome: { records: 1, pending: 1 } });
   assert.equal(memory.exists(`${BACKUP}.forget`), false);
   assert.equal(memory.exists(`${BACKUP}.forget.answer`), false);
-  // Given the lock's owner (the service's user), so a forget run as root can be read.
-  assert.ok(calls.includes(`chown ${BACKUP}.forget 1001:1002`), calls.join());
+  // Never chowned (a chown by path follows a link the directory's owner swaps in): created 0644,
+  // readable by the service's user when forget runs as root.
+  assert.ok(!calls.some((call) => call.startsWith(`chown ${BACKUP}.forget`)), calls.join());
+  assert.ok(
+    requestModes.length > 0 && requestModes.every((mode) => mode === 0o644),
+    `${requestModes}`,
+  );
   assert.doesNotMatch(memory.readText(BACKUP), /from Bo/);
   assert.deepEqual(lines, [{ event: "forget", by: "id", dry_run: false, records: 1, pending: 1 }]);
   await outbox.close();

@@ -53,6 +53,24 @@ Deno.test("parseSince takes a date (midnight UTC) or a time with its zone, and n
   assert.equal(parseSince("2026-11-01"), Date.UTC(2026, 10, 1));
   assert.equal(parseSince("2026-11-01T09:30:00Z"), Date.UTC(2026, 10, 1, 9, 30));
   assert.equal(parseSince("2026-11-01T10:30:00+01:00"), Date.UTC(2026, 10, 1, 9, 30));
+  assert.equal(parseSince("2026-11-01T10:30+01:00"), Date.UTC(2026, 10, 1, 9, 30));
+  assert.equal(parseSince("2024-02-29"), Date.UTC(2024, 1, 29));
+  // Impossible dates and times are refused, not rolled over into the next day or month.
+  for (
+    const impossible of [
+      "2026-02-30",
+      "2026-02-29",
+      "2026-13-01",
+      "2026-04-31",
+      "2026-11-01T24:00Z",
+      "2026-11-01T23:60Z",
+      "2026-11-01T23:59:60Z",
+      "2026-11-01T10:00+25:00",
+      "0000-01-01",
+    ]
+  ) {
+    assert.equal(parseSince(impossible), undefined, impossible);
+  }
   for (
     const bad of ["", "yesterday", "2026-11-01T09:30:00", "2026-13-01", "1700000000", "2026-11-1"]
   ) {
@@ -120,4 +138,27 @@ Deno.test("exportText csv: a header, one CRLF row per record, extra fields as co
   assert.equal(byColumn[2]!["fields.phone"], "'+1 555");
   // Nothing but the header when nothing is selected.
   assert.equal(exportText([], "csv"), CSV_COLUMNS.join(",") + "\r\n");
+});
+
+Deno.test("exportText csv: a sender's field named like an Object method (constructor, toString) is a column like any other, never a crash", () => {
+  const line = (fields: Record<string, string>) =>
+    JSON.stringify({
+      ts: "2026-11-01T08:00:00Z",
+      name: "",
+      contact: "",
+      message: "m",
+      ip: "203.0.113.9",
+      messenger_ok: true,
+      messenger_error: null,
+      fields,
+    }) + "\n";
+  const text = line({ constructor: "x", toString: "y" }) + line({ phone: "1" });
+  const rows = parseCsv(exportText(selectRecords(text, {}).records, "csv"));
+  const header = rows[0]!;
+  const cell = (row: number, column: string) => rows[row]![header.indexOf(column)];
+  assert.equal(cell(1, "fields.constructor"), "x");
+  assert.equal(cell(1, "fields.toString"), "y");
+  assert.equal(cell(2, "fields.constructor"), "");
+  assert.equal(cell(2, "fields.toString"), "");
+  assert.equal(cell(2, "fields.phone"), "1");
 });

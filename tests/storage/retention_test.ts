@@ -66,7 +66,10 @@ Deno.test("rewriteBackup writes the kept lines to a new exclusive file with the 
     `open ${PATH}`,
     `remove ${PATH}.rewrite`,
     `open ${PATH}.rewrite`,
+    // Each by path only after lstat shows the file opened (dev:ino), never a link put there.
+    `lstat ${PATH}.rewrite`,
     `chown ${PATH}.rewrite 1001:1002`,
+    `lstat ${PATH}.rewrite`,
     `chmod ${PATH}.rewrite 100640`.replace("100640", (0o100640 & 0o7777).toString(8)),
     `write ${PATH}.rewrite`,
     `sync ${PATH}.rewrite`,
@@ -75,6 +78,58 @@ Deno.test("rewriteBackup writes the kept lines to a new exclusive file with the 
     "sync /data",
   ]);
   assert.deepEqual(lines, []);
+});
+
+Deno.test("rewriteBackup chowns its temporary file only when the owner differs, never through a link swapped in, and names the group on EPERM", async () => {
+  // A link swapped in at the temporary path after its creation: refused, nothing chowned.
+  const swapped = new MemoryFs();
+  swapped.mkdir("/data");
+  swapped.writeText(PATH, record(100, "a") + record(10, "b"));
+  swapped.writeText("/etc/shadow-like", "secret\n");
+  const { fs: swapFs, calls: swapCalls } = rewriteFs(swapped, async (call) => {
+    if (call.op === "lstat" && call.path === `${PATH}.rewrite`) {
+      await swapped.remove(`${PATH}.rewrite`);
+      swapped.symlink("/etc/shadow-like", `${PATH}.rewrite`);
+    }
+  });
+  await assert.rejects(
+    rewriteBackup(swapFs, PATH, keptByAge(NOW - 90 * DAY), logger().log),
+    Deno.errors.PermissionDenied,
+  );
+  assert.ok(!swapCalls.some((call) => call.startsWith("chown")), swapCalls.join());
+  assert.equal(swapped.readText("/etc/shadow-like"), "secret\n");
+
+  // Already the file's owner (the service rewriting its own file): no chown at all.
+  const same = new MemoryFs();
+  same.mkdir("/data");
+  same.writeText(PATH, record(100, "a") + record(10, "b"));
+  const owner = { uid: 1001, gid: 1002, mode: 0o100640 };
+  const { fs: sameFs, calls: sameCalls } = rewriteFs(same, undefined, {
+    [`${PATH}.rewrite`]: owner,
+  });
+  await rewriteBackup(sameFs, PATH, keptByAge(NOW - 90 * DAY), logger().log);
+  assert.ok(!sameCalls.some((call) => call.startsWith("chown")), sameCalls.join());
+
+  // A group the service is not in: one clear line with the hint, the old file whole.
+  const other = new MemoryFs();
+  other.mkdir("/data");
+  const text = record(100, "a") + record(10, "b");
+  other.writeText(PATH, text);
+  const { fs: otherFs } = rewriteFs(other, undefined, {
+    [`${PATH}.rewrite`]: { uid: 1001, gid: 1001, mode: 0o100600 },
+  });
+  const refusing = {
+    ...otherFs,
+    chown: () => Promise.reject(new Deno.errors.PermissionDenied("Operation not permitted")),
+  };
+  const { log, lines } = logger();
+  await assert.rejects(
+    rewriteBackup(refusing, PATH, keptByAge(NOW - 90 * DAY), log),
+    /group must be one of the service user's groups \(chgrp it to the service's group\)/,
+  );
+  assert.equal(other.readText(PATH), text);
+  assert.equal(other.exists(`${PATH}.rewrite`), false);
+  assert.deepEqual(lines, []); // the caller's retention_failed or forget_failed line says it
 });
 
 Deno.test("rewriteBackup writes nothing when nothing goes, or for a dry run, and a missing file is nothing to do", async () => {
