@@ -98,8 +98,7 @@ async function _stopped(
   using _ = lock;
   const opened = new Map<string, StorageFileInfo>();
   await _identity(fs, lockPath(path), opened);
-  const log: Logger = (_level, fields) =>
-    io.err(`contactd forget: ${fields.event}${fields.error ? `: ${fields.error}` : ""}`);
+  const log = _commandLog(io);
   let outbox;
   try {
     outbox = await openOutbox(outboxPath(path), { log, fs });
@@ -108,17 +107,7 @@ async function _stopped(
   }
   try {
     return await erase(
-      {
-        // No one else appends while the lock is held.
-        appender: { exclusive: (task) => task() },
-        fs,
-        path,
-        outbox,
-        now: () => io.now().getTime(),
-        log,
-        stopped: true,
-        pendingOnDisk: pendingOnDisk(outboxPath(path), fs),
-      },
+      { ..._stoppedDeps(io, fs, path, outbox), pendingOnDisk: pendingOnDisk(outboxPath(path), fs) },
       options.match,
       options.dryRun,
     );
@@ -200,25 +189,37 @@ async function _stoppedDry(
       recorded: () => Promise.reject(new Error("a dry run writes nothing")),
       compact: () => Promise.reject(new Error("a dry run writes nothing")),
     };
-    const log: Logger = (_level, fields) => io.err(`contactd forget: ${fields.event}`);
-    return await erase(
-      {
-        appender: { exclusive: (task) => task() },
-        fs,
-        path,
-        outbox,
-        now: () => io.now().getTime(),
-        log,
-        stopped: true,
-      },
-      options.match,
-      true,
-    );
+    return await erase(_stoppedDeps(io, fs, path, outbox), options.match, true);
   } catch (error) {
     throw new CommandFailure(`cannot count: ${describeError(error)}`);
   } finally {
     lock?.close();
   }
+}
+
+/** What {@linkcode erase} works with when the service is stopped and this command holds its files. */
+function _stoppedDeps(
+  io: ForgetIo,
+  fs: RewriteFs,
+  path: string,
+  outbox: ErasureDeps["outbox"],
+): ErasureDeps {
+  return {
+    // No one else appends while the service is stopped.
+    appender: { exclusive: (task) => task() },
+    fs,
+    path,
+    outbox,
+    now: () => io.now().getTime(),
+    log: _commandLog(io),
+    stopped: true,
+  };
+}
+
+/** The command's log: an event (and its error) as a plain line on standard error. */
+function _commandLog(io: ForgetIo): Logger {
+  return (_level, fields) =>
+    io.err(`contactd forget: ${fields.event}${fields.error ? `: ${fields.error}` : ""}`);
 }
 
 /** While the service runs: its answer to the request left beside `MESSAGES_FILE`. */
