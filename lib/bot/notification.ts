@@ -54,7 +54,7 @@ const MISSING = "—";
  * // "New contact message #k3x9q2ab\nFrom: Ann\nContact: —\nIP: 203.0.113.9\nTime: 2026-11-22T14:03:09Z"
  * ```
  */
-export function formatHeader(input: NotificationInput, part = ""): string {
+function formatHeader(input: NotificationInput, part = ""): string {
   return [
     `New contact message #${input.id}${part}`,
     ...(input.title === undefined ? [] : [`Form: ${headerValue(input.title)}`]),
@@ -105,20 +105,11 @@ function _subjectOf(fields: Readonly<Record<string, string>> | undefined): [stri
  * `· name: value` in the order sent: they end the header block, before its blank line, where the
  * message (the only text that may span lines) can never reach.
  */
-export function fieldLines(input: NotificationInput): string[] {
+function fieldLines(input: NotificationInput): string[] {
   const subject = _subjectOf(input.fields)[0]?.[0];
   return Object.entries(input.fields ?? {})
     .filter(([name]) => name !== subject)
     .map(([name, value]) => `${FIELD_BULLET}${headerValue(name)}: ${headerValue(value)}`);
-}
-
-/**
- * The text after the header's first lines: the field lines ({@linkcode fieldLines}), which end
- * the header block, then a blank line and the message. Without fields, the message alone.
- */
-export function notificationBody(input: NotificationInput): string {
-  const lines = fieldLines(input);
-  return lines.length === 0 ? input.message : `${lines.join("\n")}\n\n${input.message}`;
 }
 
 function lateLine(late: LateDelivery): string {
@@ -134,7 +125,7 @@ function lateLine(late: LateDelivery): string {
 /**
  * The notification as the messages to send, in order, each within {@linkcode MAX_MESSAGE_LENGTH}:
  * the header with the form's other fields as its last lines, a blank line and the message
- * ({@linkcode notificationBody}); a body too long for one goes on in further parts,
+ * (the field lines, a blank line, the message); a body too long for one goes on in further parts,
  * each starting with `(k/n) #id` on a line of its own, so no part ever starts with text the sender
  * wrote (a crafted message cannot pass for a second notification). The first part's header then
  * ends in ` (1/n)`.
@@ -143,13 +134,14 @@ export function notificationParts(input: NotificationInput): string[] {
   // Room for the longest marker: "(99/99) #" + id + newline, and " (99/99)" in the header.
   const marker = 9 + input.id.length + 1;
   const header = formatHeader(input, " (99/99)");
-  const body = notificationBody(input);
+  // The field lines end the header block; the first blank line comes before the message only.
+  const lines = fieldLines(input);
+  const body = lines.length === 0 ? input.message : `${lines.join("\n")}\n\n${input.message}`;
   const first = splitText(body, Math.max(2, MAX_MESSAGE_LENGTH - header.length - 2))[0]!;
   const rest = splitText(body.slice(first.length), MAX_MESSAGE_LENGTH - marker);
   const total = 1 + rest.length;
   const count = total === 1 ? "" : ` (1/${total})`;
-  // The field lines go on the header's lines: the first blank line comes before the message only.
-  const joint = fieldLines(input).length === 0 ? "\n\n" : "\n";
+  const joint = lines.length === 0 ? "\n\n" : "\n";
   return [
     `${formatHeader(input, count)}${joint}${first}`,
     ...rest.map((part, i) => `(${i + 2}/${total}) #${input.id}\n${part}`),

@@ -10,7 +10,6 @@ import { type Invalid, parseSubmission, type SubmissionResult } from "./submissi
 import { CONTACT_SOURCES, HONEYPOTS, PROOF_FIELDS } from "./fields.ts";
 
 /** The fields that carry a challenge's proof (lib/challenge/altcha.ts); never part of the record. */
-export { PROOF_FIELDS };
 
 /** Fields read once, the first value of a repeated name counting; every other name may repeat. */
 const SINGLE_FIELDS: ReadonlySet<string> = new Set([

@@ -15,6 +15,8 @@ export type MultipartResult =
   | Invalid & { readonly pairs?: [string, string][] };
 
 const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+/** One character per byte, whatever the bytes: the part headers are ASCII, the rest only skipped. */
+const LATIN1 = new TextDecoder("latin1");
 
 /** The most parts a body is scanned for: a 16 KiB body has room for fewer. */
 export const MAX_PARTS = 1000;
@@ -43,7 +45,7 @@ export function scanParts(bytes: Uint8Array, contentType: string): PartHeaders[]
   if (match === null) return undefined;
   const delimiter = `--${match[1] ?? match[2]}`;
   // Latin-1: one character per byte, whatever the bytes (their UTF-8 is checked apart).
-  const text = new TextDecoder("latin1").decode(bytes);
+  const text = LATIN1.decode(bytes);
   const parts: PartHeaders[] = [];
   let at = text.startsWith(delimiter) ? 0 : text.indexOf(`\r\n${delimiter}`);
   if (at > 0) at += 2;
@@ -120,7 +122,6 @@ export async function decodeMultipart(
         kind: "invalid",
         code: "file_not_accepted",
         field: name.slice(0, 40),
-        message: "Files are not accepted: contactd relays text only.",
       });
     }
   }

@@ -124,24 +124,14 @@ function withinBody(
   context: Context,
 ): Response | Promise<Response> {
   const { kind, answer } = context;
-  if (!body.ok && body.reason === "timeout") {
-    outcome(deps.log, 408, "request_timeout");
+  if (!body.ok) {
+    const code = body.reason === "timeout" ? "request_timeout" : "payload_too_large";
+    outcome(deps.log, ERRORS[code].status, code);
     // The body is left unread, so the connection closes. Deno's HTTP layer says so itself
     // (`connection: close`) for a Content-Length body, not for a chunked one: one header each.
     return answer.error(
-      "request_timeout",
-      context.request.headers.has("content-length") ? {} : {
-        headers: { connection: "close" },
-      },
-    );
-  }
-  if (!body.ok) {
-    outcome(deps.log, 413, "payload_too_large");
-    return answer.error(
-      "payload_too_large",
-      context.request.headers.has("content-length") ? {} : {
-        headers: { connection: "close" },
-      },
+      code,
+      context.request.headers.has("content-length") ? {} : { headers: { connection: "close" } },
     );
   }
   if (kind === undefined) {

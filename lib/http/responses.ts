@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { CONTACT_SOURCES } from "../form/fields.ts";
 import { type ErrorCode, ERRORS } from "./errors.ts";
 
 /** Options of {@linkcode errorResponse}. */
@@ -70,13 +71,7 @@ export function cachedAnswerCount(): number {
  * field names one the sender chose (an extra field), and is not kept (a sender could fill the
  * cache with names and push the common answers out).
  */
-const OWN_FIELDS: ReadonlySet<string> = new Set([
-  "name",
-  "contact",
-  "email",
-  "_replyto",
-  "message",
-]);
+const OWN_FIELDS: ReadonlySet<string> = new Set(["name", "message", ...CONTACT_SOURCES]);
 
 /** The answer under `key` (plus `headers`), built from `text()` the first time. */
 function cached(

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { isRecord } from "../common/json.ts";
 import { RESERVED_FORM_ID } from "../config/config.ts";
 import { CSV_LINE_BREAK, csvRow } from "../common/csv.ts";
 import { parseRecordLine, recordTime, splitLines, type StoredRecord } from "./records.ts";
@@ -137,9 +138,7 @@ function _valueOf(record: StoredRecord, column: _Extra): unknown {
   // record's cell one of Object's methods.
   if ("key" in column) return _own(record.value, column.key);
   const inner = record.value.fields;
-  return inner !== null && typeof inner === "object" && !Array.isArray(inner)
-    ? _own(inner as Record<string, unknown>, column.field)
-    : undefined;
+  return isRecord(inner) ? _own(inner, column.field) : undefined;
 }
 
 function _own(object: Record<string, unknown>, key: string): unknown {

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { isRecord } from "../common/json.ts";
+import { isRecord, parseJsonText } from "../common/json.ts";
 import { damagedPath } from "../common/state_files.ts";
 import { denoFs, type StorageFile, type StorageFs } from "./file_system.ts";
 
@@ -199,12 +199,7 @@ export function compactedLine(submission: OutboxSubmission, entry: OutboxEntry):
 
 /** Reads an `add` line back; `undefined` when it is not one. */
 export function parseSubmissionLine(line: string): OutboxSubmission | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    return undefined;
-  }
+  const value = parseJsonText(line);
   if (!isRecord(value) || value.op !== "add") return undefined;
   const { id, ts, name, contact, message, ip, contact_from, fields, form } = value;
   const texts = [id, ts, name, contact, message, ip];
