@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { ConfigError, DEFAULTS, parseConfig } from "../lib/config/config.ts";
+import { ConfigError, DEFAULTS, parseConfig, parseSmtpServer } from "../lib/config/config.ts";
 import { BUILT_DEFAULT_FLAG } from "../lib/cli/cli.ts";
 import { BUILD_SETTINGS, serviceFlags } from "../lib/config/permissions.ts";
 import { DOT_ENV, readDotEnv } from "./launch.ts";
@@ -84,8 +84,14 @@ export function compileArgs(
     // Relative would resolve against the service's working directory, not the operator's.
     throw new RangeError(`"${ENV_FILE_SETTING}" must be an absolute path`);
   }
-  // The secrets (CHALLENGE_SECRET) come at run time, from the env file.
-  const flags = serviceFlags(parseConfig(settings, { requireSecrets: false }), { envFile });
+  // The secrets (CHALLENGE_SECRET) come at run time, from the env file. So does SMTP_URL (it may
+  // hold the password): the build reads only its server, for --allow-net.
+  const smtpUrl = buildEnv.SMTP_URL?.trim();
+  const mail = smtpUrl ? parseSmtpServer(smtpUrl) : undefined;
+  const flags = serviceFlags({
+    ...parseConfig(settings, { requireSecrets: false }),
+    ...(mail === undefined ? {} : { mail: { host: mail.host, port: mail.port } }),
+  }, { envFile });
   // Arguments after the script are baked into the binary and come before the operator's.
   const builtDefaults = BUILD_SETTINGS.flatMap((name) => {
     const value = buildEnv[name]?.trim();

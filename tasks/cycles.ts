@@ -60,8 +60,8 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["log"],
   ["config"],
   ["net", "form", "bot", "challenge", "storage"],
-  ["delivery"],
-  ["http"],
+  ["delivery", "spam", "mail"],
+  ["http", "inbox"],
   ["cli"],
   ["service"],
 ];

@@ -1,12 +1,13 @@
 /**
- * Telegram Bot API client: one generic method call, and delivery of a
- * notification as one or more `sendMessage` calls. Nothing here throws, and
- * the bot token (part of every request URL) never appears in a result.
+ * Telegram Bot API client: one generic method call, delivery of a notification as one or more
+ * `sendMessage` calls, and the calls of the chat actions (edits, toasts, long polling). Nothing
+ * here throws, and the bot token (part of every request URL) never appears in a result.
  *
  * @module
  */
 
 import { splitText } from "./notification.ts";
+import type { InlineKeyboard } from "./keyboard.ts";
 import { isRecord } from "../common/json.ts";
 import { readCapped } from "../common/capped_read.ts";
 import { redact } from "../log/redact.ts";
@@ -28,8 +29,14 @@ export interface TelegramOptions {
   readonly fetch: typeof fetch;
 }
 
-/** The subset of {@linkcode TelegramOptions} that {@linkcode callBotApi} needs. */
-export type BotApiOptions = Pick<TelegramOptions, "apiUrl" | "token" | "timeoutMs" | "fetch">;
+/**
+ * The subset of {@linkcode TelegramOptions} that {@linkcode callBotApi} needs, and an optional
+ * `signal` that ends the call at once when it aborts (shutdown ending a long poll): the call then
+ * resolves `{ ok: false, error: "aborted" }`.
+ */
+export type BotApiOptions = Pick<TelegramOptions, "apiUrl" | "token" | "timeoutMs" | "fetch"> & {
+  readonly signal?: AbortSignal | undefined;
+};
 
 /** The Bot API's `ResponseParameters`: why a request failed, if it says. */
 export interface ResponseParameters {
@@ -50,6 +57,9 @@ export type BotApiResult =
     readonly errorCode?: number;
     readonly parameters?: ResponseParameters;
   };
+
+/** A failed {@linkcode BotApiResult}. */
+export type BotApiFailure = Extract<BotApiResult, { readonly ok: false }>;
 
 /** Outcome of {@linkcode sendNotification}. */
 export type DeliveryResult =
@@ -88,23 +98,210 @@ export async function sendNotification(
   return { ok: true, parts: parts.length };
 }
 
+/** What else a {@linkcode sendMessage} may carry. */
+export interface SendExtra {
+  /** Buttons under the message (`reply_markup`). */
+  readonly replyMarkup?: InlineKeyboard | undefined;
+  /**
+   * The `message_id` (same chat) this message answers (`reply_parameters`); sent anyway, as a
+   * plain message, if that message is gone.
+   */
+  readonly replyTo?: number | undefined;
+}
+
 /**
  * One `sendMessage` of plain `text` (no `parse_mode`: markup arrives literally) with link
  * previews off (the messenger must not fetch links a stranger typed), into the forum topic
- * `topicId` (`message_thread_id`) when one is given. Never throws.
+ * `topicId` (`message_thread_id`) when one is given, with `extra`'s buttons and reply. The sent
+ * message's id: {@linkcode messageIdOf}. Never throws.
  */
 export function sendMessage(
   options: BotApiOptions,
   chatId: number,
   text: string,
   topicId?: number,
+  extra?: SendExtra,
 ): Promise<BotApiResult> {
+  const replyTo = extra?.replyTo;
   return callBotApi(options, "sendMessage", {
     chat_id: chatId,
     ...(topicId === undefined ? {} : { message_thread_id: topicId }),
     text,
     link_preview_options: { is_disabled: true },
+    ...(extra?.replyMarkup === undefined ? {} : { reply_markup: extra.replyMarkup }),
+    ...(replyTo === undefined
+      ? {}
+      : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
   });
+}
+
+/**
+ * The `message_id` of the message a successful `sendMessage` (or `editMessageText`) returned;
+ * `undefined` for a failure or a result without a usable one (a positive safe integer).
+ */
+export function messageIdOf(result: BotApiResult): number | undefined {
+  if (!result.ok || !isRecord(result.result)) return undefined;
+  const id = result.result.message_id;
+  return typeof id === "number" && Number.isSafeInteger(id) && id > 0 ? id : undefined;
+}
+
+/**
+ * `editMessageText`: message `messageId` of `chatId` now reads `text` (plain, link previews off)
+ * with `replyMarkup`'s buttons; without `replyMarkup` the message loses its buttons. An edit that
+ * changes nothing fails with {@linkcode isNotModified}. Never throws.
+ */
+export function editMessageText(
+  options: BotApiOptions,
+  chatId: number,
+  messageId: number,
+  text: string,
+  replyMarkup?: InlineKeyboard,
+): Promise<BotApiResult> {
+  return callBotApi(options, "editMessageText", {
+    chat_id: chatId,
+    message_id: messageId,
+    text,
+    link_preview_options: { is_disabled: true },
+    ...(replyMarkup === undefined ? {} : { reply_markup: replyMarkup }),
+  });
+}
+
+/**
+ * `editMessageReplyMarkup`: message `messageId` of `chatId` now has `replyMarkup`'s buttons
+ * (`{ inline_keyboard: [] }`: none). Never throws.
+ */
+export function editMessageReplyMarkup(
+  options: BotApiOptions,
+  chatId: number,
+  messageId: number,
+  replyMarkup: InlineKeyboard,
+): Promise<BotApiResult> {
+  return callBotApi(options, "editMessageReplyMarkup", {
+    chat_id: chatId,
+    message_id: messageId,
+    reply_markup: replyMarkup,
+  });
+}
+
+/** Telegram's limit for a callback query's answer text, in characters. */
+export const MAX_TOAST_LENGTH = 200;
+
+/**
+ * `answerCallbackQuery`: the short toast the presser sees (not an alert), `text` cut to
+ * {@linkcode MAX_TOAST_LENGTH}. Every press must be answered, or the button keeps spinning.
+ * Never throws.
+ */
+export function answerCallbackQuery(
+  options: BotApiOptions,
+  queryId: string,
+  text: string,
+): Promise<BotApiResult> {
+  return callBotApi(options, "answerCallbackQuery", {
+    callback_query_id: queryId,
+    text: oneLine(text, MAX_TOAST_LENGTH),
+    show_alert: false,
+  });
+}
+
+/** `deleteMessage`: message `messageId` of `chatId` goes. Never throws. */
+export function deleteMessage(
+  options: BotApiOptions,
+  chatId: number,
+  messageId: number,
+): Promise<BotApiResult> {
+  return callBotApi(options, "deleteMessage", { chat_id: chatId, message_id: messageId });
+}
+
+/** Outcome of {@linkcode getChatAdministrators}. */
+export type AdministratorsResult =
+  | { readonly ok: true; readonly userIds: readonly number[] }
+  | BotApiFailure;
+
+/**
+ * `getChatAdministrators`: the user ids of the chat's administrators (the creator included;
+ * entries without a usable id skipped). Never throws.
+ */
+export async function getChatAdministrators(
+  options: BotApiOptions,
+  chatId: number,
+): Promise<AdministratorsResult> {
+  const reply = await callBotApi(options, "getChatAdministrators", { chat_id: chatId });
+  if (!reply.ok) return reply;
+  if (!Array.isArray(reply.result)) {
+    return { ok: false, error: "invalid getChatAdministrators reply" };
+  }
+  const userIds: number[] = [];
+  for (const member of reply.result) {
+    const id = isRecord(member) && isRecord(member.user) ? member.user.id : undefined;
+    if (typeof id === "number" && Number.isSafeInteger(id) && id > 0) userIds.push(id);
+  }
+  return { ok: true, userIds };
+}
+
+/** What {@linkcode getUpdates} asks for. */
+export interface GetUpdatesRequest {
+  /**
+   * The first update wanted: one past the last one handled, which confirms (drops) every earlier
+   * one. `undefined`: from the oldest unconfirmed.
+   */
+  readonly offset?: number | undefined;
+  /** How long Telegram may hold the request open waiting for an update, in seconds. */
+  readonly timeoutS: number;
+  /** The update types wanted (`allowed_updates`), e.g. lib/bot/updates.ts `ALLOWED_UPDATES`. */
+  readonly allowedUpdates: readonly string[];
+}
+
+/** Outcome of {@linkcode getUpdates}: the raw updates (lib/bot/updates.ts reads them). */
+export type GetUpdatesResult =
+  | { readonly ok: true; readonly updates: readonly unknown[] }
+  | BotApiFailure;
+
+/**
+ * One long poll (`getUpdates`): answered at once when updates wait, else after up to
+ * `timeoutS` seconds. Its time limit is its own, `timeoutS` seconds plus `options.timeoutMs`
+ * (the long poll's wait plus an ordinary call's), not `timeoutMs` alone; `options.signal` ends it
+ * at once. A `409` ({@linkcode isConflict}) means a webhook is set or another process polls.
+ * Never throws.
+ */
+export async function getUpdates(
+  options: BotApiOptions,
+  request: GetUpdatesRequest,
+): Promise<GetUpdatesResult> {
+  const timeoutS = Number.isFinite(request.timeoutS)
+    ? Math.max(0, Math.floor(request.timeoutS))
+    : 0;
+  const reply = await callBotApi(
+    { ...options, timeoutMs: timeoutS * 1000 + options.timeoutMs },
+    "getUpdates",
+    {
+      ...(request.offset === undefined ? {} : { offset: request.offset }),
+      timeout: timeoutS,
+      allowed_updates: request.allowedUpdates,
+    },
+  );
+  if (!reply.ok) return reply;
+  if (!Array.isArray(reply.result)) return { ok: false, error: "invalid getUpdates reply" };
+  return { ok: true, updates: reply.result };
+}
+
+/**
+ * True for the `400 message is not modified` of an edit that changes nothing: the message
+ * already says that (an action repeated, a press redelivered), so the edit did its job.
+ */
+export function isNotModified(
+  result: BotApiResult | GetUpdatesResult | AdministratorsResult,
+): boolean {
+  return !result.ok && result.errorCode === 400 && /message is not modified/i.test(result.error);
+}
+
+/**
+ * True for a `409 Conflict` from `getUpdates`: a webhook is set (`deleteWebhook` removes it) or
+ * another process polls the same bot.
+ */
+export function isConflict(
+  result: BotApiResult | GetUpdatesResult | AdministratorsResult,
+): boolean {
+  return !result.ok && result.errorCode === 409;
 }
 
 /** Who the bot is (`getMe`), or why that could not be asked. */
@@ -231,7 +428,9 @@ export function floodPause(
 
 /**
  * POSTs `params` as JSON to `{apiUrl}/bot{token}/{method}` and interprets
- * the reply. The whole exchange, body included, is bounded by `timeoutMs`.
+ * the reply. The whole exchange, body included, is bounded by `timeoutMs`
+ * (`error: "timeout"`) and ends at once when `options.signal` aborts
+ * (`error: "aborted"`, fetch not even called if it already had).
  * Never throws; the token never appears in the result.
  */
 export async function callBotApi(
@@ -245,8 +444,19 @@ export async function callBotApi(
   } catch {
     return { ok: false, error: "invalid request parameters" };
   }
+  const outer = options.signal;
+  if (outer?.aborted === true) return { ok: false, error: "aborted" };
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), options.timeoutMs);
+  let why: "timeout" | "aborted" | undefined;
+  const timer = setTimeout(() => {
+    why ??= "timeout";
+    controller.abort();
+  }, options.timeoutMs);
+  const onAbort = () => {
+    why ??= "aborted";
+    controller.abort();
+  };
+  outer?.addEventListener("abort", onAbort, { once: true });
   try {
     // Racing the abort too: an injected fetch may ignore the signal.
     return await Promise.race([
@@ -254,10 +464,11 @@ export async function callBotApi(
       aborted(controller.signal),
     ]);
   } catch (error) {
-    if (controller.signal.aborted) return { ok: false, error: "timeout" };
+    if (controller.signal.aborted) return { ok: false, error: why ?? "timeout" };
     return { ok: false, error: describeFailure(error, options.token) };
   } finally {
     clearTimeout(timer);
+    outer?.removeEventListener("abort", onAbort);
   }
 }
 

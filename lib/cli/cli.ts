@@ -22,6 +22,7 @@ import {
 import { BUILD_SETTINGS } from "../config/permissions.ts";
 import { exportCommand, type ExportOptions } from "./export_command.ts";
 import { forgetCommand, type ForgetOptions } from "./forget_command.ts";
+import { blockedCommand, unblockCommand, type UnblockOptions } from "./blocked_command.ts";
 import { FORGET_KINDS, parseForgetMatch } from "../storage/erasure.ts";
 import { DEFAULT_FORM, EXPORT_FORMATS, type ExportFormat, parseSince } from "../storage/export.ts";
 import {
@@ -60,6 +61,8 @@ export const COMMANDS = {
   pending: "list undelivered messages (id, received, attempts, last error); --with-text adds them",
   export: "print the backup file's records (read only): --since DATE, --form ID, --format csv",
   forget: "remove every trace of submissions: --id ID, --contact TEXT or --address IP; --dry-run",
+  blocked: "list the senders blocked as spam (kind, value, until, submission id)",
+  unblock: "lift the blocks of ADDRESS (IPv6: its /64) or CONTACT (exact); - reads it from stdin",
 } as const;
 
 /** One of {@linkcode COMMANDS}. */
@@ -97,6 +100,15 @@ const SETTING_HELP: Record<SettingName, string> = {
   CHALLENGE_SECRET:
     "altcha: HMAC key, >= 32 bytes: 43+ base64 or 64+ hex chars; turnstile: secret key; never printed",
   TURNSTILE_VERIFY_URL: "Turnstile siteverify URL (CHALLENGE=turnstile)",
+  CHAT_ACTIONS: "1 (default): buttons, /status, /pending and replies in the chat; 0: none",
+  CHAT_ACTIONS_BY: "who in a group may press, command and reply: members (default) or admins",
+  SPAM_BLOCK_FOR: "how long Spam blocks the sender's address (/64) and contact: 30d (1m-365d)",
+  SMTP_URL: "mail server for replies: smtp://host[:port] (STARTTLS) or smtps://; unset: no email",
+  SMTP_USER: "mail server user (else the one in SMTP_URL)",
+  SMTP_PASSWORD: "mail server password (else the one in SMTP_URL); never printed",
+  REPLY_FROM: "From of replies: the site's own address (required with SMTP_URL)",
+  REPLY_TO: "Reply-To of replies, if set",
+  REPLY_LIMIT: "replies by email per window, all senders together: 20/1h (1-100, 1s-24h)",
 };
 
 /** What `export` gives up before it reads: it writes nothing and calls nothing. */
@@ -121,6 +133,8 @@ export type Invocation =
     readonly export?: ExportOptions;
     /** `forget`'s options. */
     readonly forget?: ForgetOptions;
+    /** `unblock`'s address or contact. */
+    readonly unblock?: UnblockOptions;
     readonly builtDefaults?: BuiltDefaults;
     /** `--stop-on-stdin-eof`: see {@linkcode ServeOptions}. */
     readonly stopOnStdinEof?: boolean;
@@ -175,7 +189,10 @@ export function parseCommandLine(args: readonly string[]): Invocation {
   if (parsed.values.version) return { kind: "version" };
   const [command = "serve", ...rest] = parsed.positionals;
   if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command "${command}"`);
-  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  const unblock = _unblockOptions(command, rest);
+  if (unblock === undefined && rest.length > 0) {
+    throw new UsageError(`unexpected argument "${rest[0]}"`);
+  }
   const envFile = parsed.values["env-file"];
   if (envFile === "") throw new UsageError("--env-file needs a path");
   const withText = parsed.values["with-text"] === true;
@@ -190,6 +207,7 @@ export function parseCommandLine(args: readonly string[]): Invocation {
     ...(withText ? { withText } : {}),
     ...(exported === undefined ? {} : { export: exported }),
     ...(forget === undefined ? {} : { forget }),
+    ...(unblock === undefined ? {} : { unblock }),
     ...built,
     ...(parsed.values["stop-on-stdin-eof"] === true ? { stopOnStdinEof: true } : {}),
   };
@@ -250,6 +268,15 @@ function _forgetOptions(
   const match = parseForgetMatch(by, values[by]!);
   if ("error" in match) throw new UsageError(match.error);
   return { match, dryRun: values["dry-run"] === true };
+}
+
+/** `unblock`'s one argument (an address or a contact), or `undefined` for another command. */
+function _unblockOptions(command: string, rest: readonly string[]): UnblockOptions | undefined {
+  if (command !== "unblock") return undefined;
+  if (rest.length !== 1 || rest[0]!.trim() === "") {
+    throw new UsageError("unblock takes one ADDRESS or CONTACT (- reads it from standard input)");
+  }
+  return { target: rest[0]! };
 }
 
 /** `forget`'s options with a `-` value replaced by standard input's first line, or why not. */
@@ -313,6 +340,7 @@ export function helpText(
       "       deno task contactd pending [--with-text]          environment, which wins)",
       "       deno task contactd export [--since DATE] [--form ID] [--format jsonl|csv]",
       "       deno task contactd forget --id ID | --contact TEXT | --address IP [--dry-run]",
+      "       deno task contactd blocked | unblock ADDRESS|CONTACT|-",
       "       deno task contactd --help | --version",
     ]
     : [
@@ -320,6 +348,8 @@ export function helpText(
       "       contactd pending [--with-text] [--env-file PATH]",
       "       contactd export [--since DATE] [--form ID] [--format jsonl|csv] [--env-file PATH]",
       "       contactd forget --id ID | --contact TEXT | --address IP [--dry-run] [--env-file PATH]",
+      "       contactd blocked [--env-file PATH]",
+      "       contactd unblock ADDRESS|CONTACT|- [--env-file PATH]",
       "       contactd --help | --version",
     ];
   return [
@@ -343,6 +373,8 @@ export function helpText(
     "  --address IP         forget: every submission from that address (any written form of it; -",
     "                       reads it from standard input)",
     "  --dry-run            forget: print what would go, change nothing",
+    "  ADDRESS|CONTACT|-    unblock: an IP address lifts its key (IPv6: the /64, as blocked lists",
+    "                       it); anything else lifts that exact contact; - reads it from stdin",
     "  --stop-on-stdin-eof  stop serving when standard input ends (deno task start passes it)",
     "  --launched-by-task   run by deno task contactd, which reads .env (it passes this)",
     "  --built-default N=V  a default baked in by deno task compile; env file and environment win",
@@ -458,6 +490,24 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
         return 2;
       }
       return await forgetCommand(settings, { ...io, pid: io.pid ?? 0 }, options);
+    }
+    case "blocked":
+      for (const name of READ_ONLY_REVOKED) io.revoke?.(name);
+      return await blockedCommand(settings, io);
+    case "unblock": {
+      for (const name of OWN_FILES_REVOKED) io.revoke?.(name);
+      let target = invocation.unblock!.target; // parseCommandLine requires one
+      if (target === "-") {
+        target = (await io.readStdin?.())?.split(/\r?\n/)[0] ?? "";
+        if (target.trim() === "") {
+          io.err(_usageLine(
+            new UsageError("unblock - reads the address or contact from standard input: one line"),
+            args.includes(LAUNCHED_BY_TASK_FLAG),
+          ));
+          return 2;
+        }
+      }
+      return await unblockCommand(settings, io, { target });
     }
   }
 }

@@ -17,7 +17,9 @@ import {
   outboxPath,
   type OutboxSubmission,
 } from "../storage/outbox.ts";
-import { damagedPath } from "../common/state_files.ts";
+import { damagedPath, repliesPath } from "../common/state_files.ts";
+import { readReplies, type RepliesRead } from "../mail/reply_store.ts";
+import { denoFs } from "../storage/file_system.ts";
 import {
   type BotApiOptions,
   callBotApi,
@@ -38,6 +40,11 @@ export interface CommandIo {
     entries: Iterable<OutboxEntry>,
   ) => AsyncIterable<OutboxSubmission | undefined>;
   readonly now: () => Date;
+  /**
+   * Reads the replies file (lib/mail/reply_store.ts `readReplies`) for `pending`; never writes.
+   * Unset: the real file.
+   */
+  readonly readReplies?: (path: string) => Promise<RepliesRead>;
   /** Whether this process holds a permission (a compiled binary's are fixed at build time). */
   readonly granted: (permission: NeededPermission) => boolean;
   /** Writes one line for the operator (stdout). */
@@ -224,7 +231,10 @@ export const sendTestCommand = run("send-test", async (settings, io) => {
 /**
  * `contactd pending`: the submissions not delivered yet, oldest first: id, when received, failed
  * attempts, what the sender was answered, the last error. Names, contacts and messages only with
- * `withText`. Reads the outbox, never writes it, so it is safe while the service runs.
+ * `withText`. Then the owner's replies waiting to be emailed: reply and submission ids, when
+ * accepted, age, failed attempts, the last error (never an address or a text, even with
+ * `withText`). Reads the outbox and the replies file, never writes them, so it is safe while the
+ * service runs.
  */
 export const pendingCommand = (settings: Settings, io: CommandIo, withText: boolean) =>
   run("pending", async (settings, io) => {
@@ -239,6 +249,7 @@ export const pendingCommand = (settings: Settings, io: CommandIo, withText: bool
       );
     }
     const pending = [...index.entries.values()].filter((entry) => entry.done === false);
+    const replies = await _repliesLines(config, io);
     // Damaged lines (a crash mid-write, a damaged disk) are never silent: skipped here, kept
     // aside by the service in damagedPath(path).
     const aside = index.keptAside ?? 0;
@@ -254,6 +265,7 @@ export const pendingCommand = (settings: Settings, io: CommandIo, withText: bool
           "(delivery_given_up in the log names those; their records are in the backup file)",
       );
       if (damage !== undefined) io.out(damage);
+      for (const line of replies) io.out(line);
       return;
     }
     io.out("id\treceived\tattempts\tanswered\tlast error");
@@ -287,7 +299,52 @@ export const pendingCommand = (settings: Settings, io: CommandIo, withText: bool
     const oldest = pending[0]!.ts;
     io.out(`${pending.length} pending, oldest ${oldest}: contactd delivers them while it runs`);
     if (damage !== undefined) io.out(damage);
+    for (const line of replies) io.out(line);
   })(settings, io);
+
+/**
+ * `pending`'s lines on the replies waiting to be emailed (none when there are none); a replies
+ * file that cannot be read is said so in one line without failing the command.
+ */
+async function _repliesLines(config: Config, io: CommandIo): Promise<string[]> {
+  const path = repliesPath(config.messagesFile);
+  let read: RepliesRead;
+  try {
+    read = await (io.readReplies ?? ((path) => readReplies(denoFs, path)))(path);
+  } catch (error) {
+    return [
+      `replies: unknown (cannot read ${path}: ${error instanceof Error ? error.name : "error"})`,
+    ];
+  }
+  const lines: string[] = [];
+  if (read.pending.length > 0) {
+    const now = io.now().getTime();
+    lines.push("reply\tsubmission\taccepted\tage\tattempts\tlast error");
+    for (const reply of read.pending) {
+      lines.push(
+        `${printable(reply.id)}\t${printable(reply.submission)}\t${printable(reply.ts)}\t` +
+          `${_age(now - Date.parse(reply.ts))}\t${reply.attempts}\t` +
+          printable(reply.lastError ?? "-"),
+      );
+    }
+    lines.push(
+      `${read.pending.length} repl${read.pending.length === 1 ? "y" : "ies"} waiting to be ` +
+        `emailed, oldest ${read.pending[0]!.ts}: contactd sends them while it runs`,
+    );
+  }
+  if (read.skipped > 0) lines.push(`damaged: ${read.skipped} line(s) of ${path} skipped`);
+  return lines;
+}
+
+/** An age for a person: `45s`, `12m`, `5h`, `3d` (`-` when unknown or negative). */
+function _age(ms: number): string {
+  if (!(ms >= 0)) return "-";
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86_400)}d`;
+}
 
 /**
  * How many messages wait in the outbox, and since when, for `check`; an outbox that cannot be

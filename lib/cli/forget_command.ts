@@ -3,11 +3,22 @@
  * every trace contactd keeps of the submissions named (lib/storage/erasure.ts). With the service
  * stopped, it takes the service's lock and does it itself; while the service runs (the lock is
  * taken), it leaves a request beside `MESSAGES_FILE` that the service performs and answers
- * (lib/storage/forget_request.ts). It prints the counts; what it matched is never logged.
+ * (lib/storage/forget_request.ts). The chat ledger's entries of those submissions go too: their
+ * messages are deleted from the chat by the running service now, or, with it stopped, are left
+ * in the ledger as deletions for its next start. It prints the counts; what it matched is never
+ * logged.
  *
  * @module
  */
-import { damagedPath, directoryOf, lockPath, outboxPath } from "../common/state_files.ts";
+import {
+  blockListPath,
+  damagedPath,
+  directoryOf,
+  ledgerPath,
+  lockPath,
+  outboxPath,
+  repliesPath,
+} from "../common/state_files.ts";
 import type { Settings } from "../config/settings.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import {
@@ -15,8 +26,12 @@ import {
   type ErasureDeps,
   type ErasureOutcome,
   type ForgetMatch,
+  type KeptFile,
   pendingOnDisk,
 } from "../storage/erasure.ts";
+import { type Ledger, openLedger, readLedger } from "../storage/ledger.ts";
+import { BlockStore, readBlockList } from "../spam/block_file.ts";
+import { openReplyStore, readReplies } from "../mail/reply_store.ts";
 import type { StorageFileInfo } from "../storage/file_system.ts";
 import { askService, ForgetRequestPending } from "../storage/forget_request.ts";
 import { FilesLocked, lockFiles } from "../storage/lock.ts";
@@ -48,24 +63,47 @@ export interface ForgetIo extends CommandIo {
   readonly sleep?: (ms: number) => Promise<void>;
   /** A request's nonce. */
   readonly nonce?: () => string;
+  /**
+   * The other files beside the backup file (the block list, the replies), opened for this
+   * erasure with the service stopped (the lock held; `dryRun`: opened to read only); absent:
+   * none. The running service uses its own.
+   */
+  readonly keptFiles?: (messagesFile: string, dryRun: boolean) => Promise<KeptFiles>;
+}
+
+/** The other files an erasure with the service stopped works on, and closing them after. */
+export interface KeptFiles {
+  readonly files: readonly KeptFile[];
+  close(): Promise<void>;
 }
 
 /** What a person is told about what forget cannot reach. */
 export const FORGET_LIMITS =
-  "messages already in the Telegram chat stay there (contactd cannot delete them: delete them " +
-  "in the chat), and files already rotated away are not touched";
+  "Telegram lets the bot delete its messages for 48 hours after sending them: older ones stay " +
+  "in the chat (the log says chat_delete_failed; delete them there), and files already rotated " +
+  "away are not touched";
 
 /** `contactd forget`: see the module documentation. */
 export const forgetCommand = (settings: Settings, io: ForgetIo, options: ForgetOptions) =>
   run<ForgetIo>("forget", async (settings, io) => {
     const path = messagesFileOf(settings);
     const fs = io.fs ?? denoRewriteFs;
-    const outcome = await _stopped(io, fs, path, options) ?? await _running(io, fs, path, options);
+    const stopped = await _stopped(io, fs, path, options);
+    const outcome = stopped ?? await _running(io, fs, path, options);
     const verb = options.dryRun ? "would remove" : "removed";
     io.out(
       `${verb} ${outcome.records} record(s) from ${path} and ${outcome.pending} pending ` +
         `message(s) from its outbox${options.dryRun ? " (dry run: nothing changed)" : ""}`,
     );
+    if (outcome.chatEntries !== undefined) {
+      io.out(chatLine(outcome.chatEntries, outcome.chatMessages ?? 0, {
+        dryRun: options.dryRun,
+        stopped: stopped !== undefined,
+      }));
+    }
+    for (const [name, count] of Object.entries(outcome.extra ?? {})) {
+      io.out(`${verb} ${count} entr${count === 1 ? "y" : "ies"} of ${name}`);
+    }
     io.out(`note: ${FORGET_LIMITS}`);
     if (outcome.unsearched !== undefined) {
       io.out(
@@ -75,6 +113,26 @@ export const forgetCommand = (settings: Settings, io: ForgetIo, options: ForgetO
       );
     }
   })(settings, io);
+
+/**
+ * What forget says of the chat: the ledger's entries removed and the messages to delete, and
+ * when they are deleted (now by the running service, or at the stopped service's next start).
+ */
+export function chatLine(
+  entries: number,
+  messages: number,
+  when: { readonly dryRun: boolean; readonly stopped: boolean },
+): string {
+  const sent = `${entries} submission(s) from the chat ledger`;
+  if (when.dryRun) {
+    return `would remove ${sent} and delete their ${messages} message(s) in the chat`;
+  }
+  if (messages === 0) return `removed ${sent}`;
+  return `removed ${sent}; their ${messages} message(s) in the chat ` +
+    (when.stopped
+      ? "are deleted by contactd when the service starts next"
+      : "are being deleted by the running service");
+}
 
 /** With the service stopped: the erasure here, under its lock; `undefined` when it runs. */
 async function _stopped(
@@ -105,20 +163,46 @@ async function _stopped(
   } catch (error) {
     throw new CommandFailure(`cannot open ${outboxPath(path)}: ${describeError(error)}`);
   }
+  let ledger: Ledger | undefined;
+  let kept: KeptFiles | undefined;
   try {
+    // The ledger only when there is one (a service that never sent anything has none).
+    if (await _exists(fs, ledgerPath(path))) {
+      ledger = await openLedger(ledgerPath(path), { fs, log });
+    }
+    kept = await (io.keptFiles ?? _keptFiles(fs, log))(path, false);
     return await erase(
-      { ..._stoppedDeps(io, fs, path, outbox), pendingOnDisk: pendingOnDisk(outboxPath(path), fs) },
+      {
+        ..._stoppedDeps(io, fs, path, outbox),
+        pendingOnDisk: pendingOnDisk(outboxPath(path), fs),
+        ...(ledger === undefined ? {} : { ledger }),
+        ...(kept === undefined ? {} : { extra: kept.files }),
+      },
       options.match,
       options.dryRun,
     );
   } catch (error) {
     throw new CommandFailure(`stopped half-way (run it again): ${describeError(error)}`);
   } finally {
-    // What the paths name while the outbox is still open: compared again right before each chown.
-    for (const file of [outboxPath(path), damagedPath(outboxPath(path))]) {
+    // What the paths name while the files are still open: compared again right before each chown.
+    for (
+      const file of [
+        outboxPath(path),
+        damagedPath(outboxPath(path)),
+        ledgerPath(path),
+        blockListPath(path),
+        repliesPath(path),
+      ]
+    ) {
       await _identity(fs, file, opened);
     }
     await outbox.close();
+    await ledger?.close().catch((error) =>
+      io.err(`contactd forget: cannot close ${ledgerPath(path)}: ${describeError(error)}`)
+    );
+    await kept?.close().catch((error) =>
+      io.err(`contactd forget: cannot close the other files: ${describeError(error)}`)
+    );
     if (owner?.uid != null && owner.gid != null) {
       for (const [file, info] of opened) {
         await chownChecked(fs, file, info, owner.uid, owner.gid).catch((error) =>
@@ -127,6 +211,62 @@ async function _stopped(
       }
     }
   }
+}
+
+/**
+ * The block list and the replies file beside `messagesFile`, those that exist, for an erasure
+ * with the service stopped (created by nothing: a file that is not there has nothing to forget).
+ * A dry run reads them and writes nothing.
+ */
+function _keptFiles(
+  fs: RewriteFs,
+  log: Logger,
+): (messagesFile: string, dryRun: boolean) => Promise<KeptFiles> {
+  return async (messagesFile, dryRun) => {
+    const files: KeptFile[] = [];
+    const closers: Array<() => Promise<void>> = [];
+    const blockFile = blockListPath(messagesFile);
+    if (await _exists(fs, blockFile)) {
+      if (dryRun) {
+        const { list } = await readBlockList(fs, blockFile);
+        files.push({
+          name: "blocked",
+          forget: (match) => Promise.resolve(list.forgotten(match).length),
+        });
+      } else {
+        const store = await BlockStore.open({
+          fs,
+          path: blockFile,
+          now: Date.now,
+          log,
+          create: false,
+        });
+        closers.push(() => store.close());
+        files.push({ name: "blocked", forget: (match) => store.forget(match) });
+      }
+    }
+    const repliesFile = repliesPath(messagesFile);
+    if (await _exists(fs, repliesFile)) {
+      if (dryRun) {
+        const read = await readReplies(fs, repliesFile);
+        const all = [...read.pending, ...read.audits];
+        files.push({
+          name: "replies",
+          forget: (_match, ids) => Promise.resolve(all.filter((r) => ids.has(r.submission)).length),
+        });
+      } else {
+        const store = await openReplyStore({ fs, path: repliesFile, log, now: () => new Date() });
+        closers.push(() => store.close());
+        files.push({ name: "replies", forget: (_match, ids) => store.forget(ids) });
+      }
+    }
+    return {
+      files,
+      async close() {
+        for (const close of closers) await close();
+      },
+    };
+  };
 }
 
 /** The service's user: the outbox's owner, else the lock's, else the directory's. */
@@ -139,6 +279,17 @@ async function _serviceOwner(fs: RewriteFs, path: string): Promise<FileOwner | u
     }
   }
   return undefined;
+}
+
+/** Whether something is at `path` (a link included: the open refuses it then). */
+async function _exists(fs: RewriteFs, path: string): Promise<boolean> {
+  try {
+    await fs.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
 }
 
 /** Notes what `file` names now (a regular file only) in `into`. */
@@ -162,6 +313,7 @@ async function _stoppedDry(
   options: ForgetOptions,
 ): Promise<ErasureOutcome | undefined> {
   let lock;
+  let kept: KeptFiles | undefined;
   try {
     const named = await fs.lstat(lockPath(path));
     if (named.isFile && !named.isSymlink) lock = await fs.open(lockPath(path), { read: true });
@@ -189,11 +341,30 @@ async function _stoppedDry(
       recorded: () => Promise.reject(new Error("a dry run writes nothing")),
       compact: () => Promise.reject(new Error("a dry run writes nothing")),
     };
-    return await erase(_stoppedDeps(io, fs, path, outbox), options.match, true);
+    const chat = await _exists(fs, ledgerPath(path))
+      ? await readLedger(ledgerPath(path), fs)
+      : undefined;
+    const ledger: ErasureDeps["ledger"] = {
+      entries: () => chat?.entries.values() ?? [],
+      forget: () => Promise.reject(new Error("a dry run writes nothing")),
+    };
+    kept = await (io.keptFiles ?? _keptFiles(fs, _commandLog(io)))(path, true);
+    return await erase(
+      {
+        ..._stoppedDeps(io, fs, path, outbox),
+        ...(chat === undefined ? {} : { ledger }),
+        ...(kept === undefined ? {} : { extra: kept.files }),
+      },
+      options.match,
+      true,
+    );
   } catch (error) {
     throw new CommandFailure(`cannot count: ${describeError(error)}`);
   } finally {
     lock?.close();
+    await kept?.close().catch((error) =>
+      io.err(`contactd forget: cannot close the other files: ${describeError(error)}`)
+    );
   }
 }
 

@@ -35,6 +35,26 @@ export function forgetAnswerPath(messagesFile: string): string {
   return `${messagesFile}.forget.answer`;
 }
 
+/** The chat ledger: what contactd sent to the chat for each submission, and its state (lib/storage/ledger.ts). */
+export function ledgerPath(messagesFile: string): string {
+  return `${messagesFile}.chat`;
+}
+
+/** The block list: senders marked as spam (lib/spam/). */
+export function blockListPath(messagesFile: string): string {
+  return `${messagesFile}.blocked`;
+}
+
+/** The replies to senders by email, waiting and done (lib/mail/). */
+export function repliesPath(messagesFile: string): string {
+  return `${messagesFile}.replies`;
+}
+
+/** Where the chat's updates were read up to (`getUpdates` offset, lib/inbox/). */
+export function updatesOffsetPath(messagesFile: string): string {
+  return `${messagesFile}.updates`;
+}
+
 /** The lock file one running service holds for `messagesFile` and the files beside it. */
 export function lockPath(messagesFile: string): string {
   return `${messagesFile}.lock`;
@@ -42,8 +62,9 @@ export function lockPath(messagesFile: string): string {
 
 /**
  * Every file the service keeps for `messagesFile`: the backup file, the outbox, its compaction
- * file, its damaged lines, the lock, the backup file's rewrite file, and a `forget` request and
- * its answer.
+ * file, its damaged lines, the lock, the backup file's rewrite file, a `forget` request and
+ * its answer, the chat ledger, the block list, the replies and the updates offset (each with the
+ * `.tmp` file it is rewritten through).
  */
 export function stateFiles(messagesFile: string): string[] {
   const outbox = outboxPath(messagesFile);
@@ -56,6 +77,14 @@ export function stateFiles(messagesFile: string): string[] {
     rewritePath(messagesFile),
     forgetRequestPath(messagesFile),
     forgetAnswerPath(messagesFile),
+    ledgerPath(messagesFile),
+    `${ledgerPath(messagesFile)}.tmp`,
+    blockListPath(messagesFile),
+    `${blockListPath(messagesFile)}.tmp`,
+    repliesPath(messagesFile),
+    `${repliesPath(messagesFile)}.tmp`,
+    updatesOffsetPath(messagesFile),
+    `${updatesOffsetPath(messagesFile)}.tmp`,
   ];
 }
 

@@ -37,6 +37,15 @@ export const SETTING_NAMES = [
   "CHALLENGE",
   "CHALLENGE_SECRET",
   "TURNSTILE_VERIFY_URL",
+  "CHAT_ACTIONS",
+  "CHAT_ACTIONS_BY",
+  "SPAM_BLOCK_FOR",
+  "SMTP_URL",
+  "SMTP_USER",
+  "SMTP_PASSWORD",
+  "REPLY_FROM",
+  "REPLY_TO",
+  "REPLY_LIMIT",
 ] as const;
 
 /** One of {@linkcode SETTING_NAMES}. */
@@ -60,7 +69,43 @@ export const DEFAULTS = {
   RATE_LIMIT: "5/60s",
   CHALLENGE: "none",
   TURNSTILE_VERIFY_URL: "https://challenges.cloudflare.com/turnstile/v0/siteverify",
+  CHAT_ACTIONS: "1",
+  CHAT_ACTIONS_BY: "members",
+  SPAM_BLOCK_FOR: "30d",
+  REPLY_LIMIT: "20/1h",
 } as const;
+
+/** `CHAT_ACTIONS_BY`: who in a group chat may press the buttons, send commands and reply. */
+export type ChatActionsBy = "members" | "admins";
+
+/**
+ * `CHAT_ACTIONS`, `CHAT_ACTIONS_BY`: the buttons, `/status`, `/pending` and replies in the chat
+ * (lib/inbox/), read by long polling.
+ */
+export interface ChatActionsConfig {
+  /** `CHAT_ACTIONS=1` (the default): notifications carry buttons and the bot reads updates. */
+  readonly enabled: boolean;
+  /** Everyone in the chat, or its administrators only. */
+  readonly by: ChatActionsBy;
+}
+
+/** `SMTP_URL` and the reply settings: how replies to senders go out by email (lib/mail/). */
+export interface MailConfig {
+  /** `smtps:` (TLS from the start) or `smtp:` (STARTTLS). */
+  readonly secure: boolean;
+  /** The mail server's host name or IP address (an IPv6 address without brackets). */
+  readonly host: string;
+  /** Its port: the URL's, else 465 for `smtps:` and 587 for `smtp:`. */
+  readonly port: number;
+  /** `SMTP_USER`, else the URL's user; absent: no authentication. */
+  readonly user?: string;
+  /** `SMTP_PASSWORD`, else the URL's password; secret (redacted from every log line). */
+  readonly password?: string;
+  /** `REPLY_FROM`: the replies' `From`, the site's address. */
+  readonly from: string;
+  /** `REPLY_TO`: their `Reply-To`, if set. */
+  readonly replyTo?: string;
+}
 
 /** `CHALLENGE`: the spam challenge a POST must pass, with its secret (never logged). */
 export type ChallengeConfig =
@@ -181,6 +226,14 @@ export interface Config {
   readonly challenge: ChallengeConfig;
   /** `FORMS`: the extra forms, in the order named (`POST /api/contact` is the default form). */
   readonly forms: readonly FormConfig[];
+  /** `CHAT_ACTIONS`, `CHAT_ACTIONS_BY`. */
+  readonly chatActions: ChatActionsConfig;
+  /** `SPAM_BLOCK_FOR`: how long marking a message as spam blocks its sender. */
+  readonly spamBlockMs: number;
+  /** `SMTP_URL` and its companions; `undefined` when `SMTP_URL` is unset (no replies by email). */
+  readonly mail: MailConfig | undefined;
+  /** `REPLY_LIMIT`: at most this many replies by email in any window. */
+  readonly replyLimit: RateLimit;
 }
 
 /** A setting that is present but malformed. The message names the setting and fits one line. */
@@ -337,6 +390,13 @@ export function parseConfig(
     allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
     serveExample,
     rateLimit: parseRateLimit(get("RATE_LIMIT") ?? DEFAULTS.RATE_LIMIT),
+    chatActions: {
+      enabled: parseSwitch("CHAT_ACTIONS", get("CHAT_ACTIONS") ?? DEFAULTS.CHAT_ACTIONS),
+      by: parseChatActionsBy(get("CHAT_ACTIONS_BY") ?? DEFAULTS.CHAT_ACTIONS_BY),
+    },
+    spamBlockMs: parseDuration("SPAM_BLOCK_FOR", get("SPAM_BLOCK_FOR") ?? DEFAULTS.SPAM_BLOCK_FOR),
+    mail: parseMail(get),
+    replyLimit: parseRateLimit(get("REPLY_LIMIT") ?? DEFAULTS.REPLY_LIMIT, "REPLY_LIMIT"),
     forms: parseForms(get("FORMS") ?? DEFAULTS.FORMS, (name) => {
       const value = env[name]?.trim();
       return value === "" ? undefined : value;
@@ -516,12 +576,7 @@ function parseApiUrl(
   text: string,
   setting: "MESSENGER_API_URL" | "TURNSTILE_VERIFY_URL" = "MESSENGER_API_URL",
 ): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(text);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.canParse(text) ? new URL(text) : undefined;
   if (
     url === undefined || (url.protocol !== "https:" && url.protocol !== "http:") ||
     url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== ""
@@ -606,18 +661,116 @@ const RATE_UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_
  * `RATE_LIMIT`: `<POSTs>/<window>`, the window a number with s, m or h (`5/60s`, `30/10m`,
  * `100/1h`): 1 to {@linkcode MAX_RATE_LIMIT} POSTs in 1 s to 24 h.
  */
-function parseRateLimit(text: string): RateLimit {
+function parseRateLimit(
+  text: string,
+  setting: "RATE_LIMIT" | "REPLY_LIMIT" = "RATE_LIMIT",
+): RateLimit {
   const match = /^(\d{1,6})\s*\/\s*(\d{1,6})([smh])$/.exec(text);
   const limit = Number(match?.[1]);
   const windowMs = match === null ? NaN : Number(match[2]) * RATE_UNITS[match[3]!]!;
   if (!(limit >= 1 && limit <= MAX_RATE_LIMIT && windowMs >= 1000 && windowMs <= 86_400_000)) {
+    const what = setting === "RATE_LIMIT" ? "POSTs" : "replies";
     throw new ConfigError(
-      "RATE_LIMIT",
-      `"RATE_LIMIT" must be POSTs/window, the window with s, m or h (5/60s, 30/10m): 1 to ` +
-        `${MAX_RATE_LIMIT} POSTs in 1s to 24h`,
+      setting,
+      `"${setting}" must be ${what}/window, the window with s, m or h (5/60s, 30/10m): 1 to ` +
+        `${MAX_RATE_LIMIT} ${what} in 1s to 24h`,
     );
   }
   return { limit, windowMs };
+}
+
+/** `CHAT_ACTIONS_BY`: `members` or `admins`, in any case. */
+function parseChatActionsBy(text: string): ChatActionsBy {
+  const by = text.toLowerCase();
+  if (by === "members" || by === "admins") return by;
+  throw new ConfigError("CHAT_ACTIONS_BY", `"CHAT_ACTIONS_BY" must be members or admins`);
+}
+
+/**
+ * A plain email address (`site@example.org`): no display name, no spaces, quotes, angle brackets,
+ * commas or control characters, a domain with a dot. The replies' `From` and `Reply-To`.
+ */
+const PLAIN_ADDRESS =
+  /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@(?=.{1,253}$)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$/;
+
+/**
+ * `SMTP_URL`'s server: `smtp://host[:port]` (STARTTLS, port 587 by default) or
+ * `smtps://host[:port]` (TLS, 465), with `user:password@` before the host if needed. The build
+ * reads it for the binary's `--allow-net` (tasks/compile.ts) without baking it in. Throws
+ * {@linkcode ConfigError}, never echoing the value (it may hold the password).
+ */
+export function parseSmtpServer(
+  text: string,
+): { url: URL; secure: boolean; host: string; port: number } {
+  const url = URL.canParse(text) ? new URL(text) : undefined;
+  if (
+    url === undefined || (url.protocol !== "smtp:" && url.protocol !== "smtps:") ||
+    (url.pathname !== "" && url.pathname !== "/") || url.search !== "" || url.hash !== ""
+  ) {
+    throw new ConfigError(
+      "SMTP_URL",
+      `"SMTP_URL" must be smtp://host[:port] (STARTTLS) or smtps://host[:port] (TLS), with ` +
+        "user:password@ before the host if needed, and nothing after the port",
+    );
+  }
+  const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  if (!/^(?:[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+)$/.test(host)) {
+    throw new ConfigError(
+      "SMTP_URL",
+      `"SMTP_URL" must have a host of letters, digits, ".", "-" and "_", or an IP address`,
+    );
+  }
+  const secure = url.protocol === "smtps:";
+  const port = url.port === "" ? (secure ? 465 : 587) : Number(url.port);
+  return { url, secure, host, port };
+}
+
+/** `SMTP_URL` with `SMTP_USER`, `SMTP_PASSWORD`, `REPLY_FROM`, `REPLY_TO`; unset `SMTP_URL`: none. */
+function parseMail(get: (name: SettingName) => string | undefined): MailConfig | undefined {
+  const text = get("SMTP_URL");
+  for (const name of ["SMTP_USER", "SMTP_PASSWORD", "REPLY_FROM", "REPLY_TO"] as const) {
+    if (text === undefined && get(name) !== undefined) {
+      throw new ConfigError(name, `"${name}" is set but "SMTP_URL" is not: set SMTP_URL too`);
+    }
+  }
+  if (text === undefined) return undefined;
+  const { url, secure, host, port } = parseSmtpServer(text);
+  const decode = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      throw new ConfigError(
+        "SMTP_URL",
+        `"SMTP_URL" has a user or password that is not URL-encoded`,
+      );
+    }
+  };
+  const user = get("SMTP_USER") ?? (url.username === "" ? undefined : decode(url.username));
+  const password = get("SMTP_PASSWORD") ??
+    (url.password === "" ? undefined : decode(url.password));
+  if (password !== undefined && user === undefined) {
+    throw new ConfigError("SMTP_PASSWORD", `a password for the mail server needs "SMTP_USER" too`);
+  }
+  const from = get("REPLY_FROM");
+  if (from === undefined || !PLAIN_ADDRESS.test(from)) {
+    throw new ConfigError(
+      "REPLY_FROM",
+      `"REPLY_FROM" must be the site's own email address (site@example.org) when SMTP_URL is set`,
+    );
+  }
+  const replyTo = get("REPLY_TO");
+  if (replyTo !== undefined && !PLAIN_ADDRESS.test(replyTo)) {
+    throw new ConfigError("REPLY_TO", `"REPLY_TO" must be one plain email address`);
+  }
+  return {
+    secure,
+    host,
+    port,
+    ...(user === undefined ? {} : { user }),
+    ...(password === undefined ? {} : { password }),
+    from,
+    ...(replyTo === undefined ? {} : { replyTo }),
+  };
 }
 
 function parseTrustedProxies(text: string): Cidr[] {

@@ -18,6 +18,8 @@ export type PermissionInputs =
   & {
     /** Only its kind and, for Turnstile, its verify URL matter (absent: `none`). */
     readonly challenge?: Config["challenge"];
+    /** Only the mail server's host and port matter (absent: no replies by email). */
+    readonly mail?: Pick<NonNullable<Config["mail"]>, "host" | "port"> | undefined;
   };
 
 /**
@@ -50,6 +52,27 @@ function verifyAddresses(config: PermissionInputs): string[] {
   return challenge?.kind === "turnstile" ? [apiAddress(challenge.verifyUrl)] : [];
 }
 
+/** The `--allow-net` entries of the mail server, when `SMTP_URL` is set. */
+function mailAddresses(config: PermissionInputs): string[] {
+  return config.mail === undefined ? [] : mailNetAddresses(config.mail);
+}
+
+/**
+ * The `--allow-net` entries sending mail to `server` needs, nothing wider. nodemailer resolves a
+ * host name itself (`node:dns`, which Deno checks as the bare name) and then connects to the
+ * address it found (which Deno checks as that address and port): an IP address needs only
+ * `address:port`; a name needs the name and every IPv4 address on that port (`0.0.0.0/0:port`,
+ * no other port). An IPv6-only relay is named by its address (`smtp://[2001:db8::25]:587`):
+ * Deno has no IPv6 range with a port.
+ */
+export function mailNetAddresses(
+  server: { readonly host: string; readonly port: number },
+): string[] {
+  const ip = /^\d{1,3}(\.\d{1,3}){3}$/.test(server.host) || server.host.includes(":");
+  if (ip) return [netAddress(server.host, server.port)];
+  return [server.host, `0.0.0.0/0:${server.port}`];
+}
+
 /** The API's `host:port`, the port defaulted from the scheme. */
 function apiAddress(apiUrl: string): string {
   const api = new URL(apiUrl);
@@ -60,7 +83,7 @@ function apiAddress(apiUrl: string): string {
 
 /**
  * The flags of `deno run`/`deno compile`: listen on one address, call one API host (and the
- * Turnstile verify host with `CHALLENGE=turnstile`), read and
+ * Turnstile verify host with `CHALLENGE=turnstile`, the mail server with `SMTP_URL`), read and
  * write the files kept beside `MESSAGES_FILE` (lib/common/state_files.ts) and read their
  * directory, read only the named settings, one env file when given, and the example page
  * with `SERVE_EXAMPLE=1`. Nothing else (no run, ffi, sys, import).
@@ -77,6 +100,7 @@ export function serviceFlags(config: PermissionInputs, options: FlagOptions = {}
           netAddress(config.host, config.port),
           apiAddress(config.apiUrl),
           ...verifyAddresses(config),
+          ...mailAddresses(config),
         ]),
       ])
     }`,
@@ -189,6 +213,16 @@ export function permissionGaps(
       { name: "net", host: verify },
       `"TURNSTILE_VERIFY_URL": this build may not connect to ${verify} (--allow-net=${verify}); ` +
       `build with CHALLENGE=turnstile (deno task compile) or change it back`,
+    ]);
+  }
+  const mail = mailAddresses(config)[0];
+  if (mail !== undefined) {
+    needs.push([
+      "SMTP_URL",
+      { name: "net", host: mail },
+      `"SMTP_URL": this build may not connect to ${mail} (--allow-net=${
+        mailAddresses(config).join(",")
+      }); ${rebuild}`,
     ]);
   }
   if (config.serveExample) {

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { outageDelayMs } from "./retry_schedule.ts";
+import { outageDelayMs } from "../common/retry_schedule.ts";
 
 /** While paused, the backlog is tried once this often: a fix needs no restart to be seen. */
 export const PAUSE_PROBE_MS = 10 * 60_000;

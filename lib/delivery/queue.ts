@@ -32,8 +32,8 @@ import { notificationParts, refusedNotice } from "../bot/notification.ts";
 import { type OutboxEntry, OutboxEntryDamaged, type OutboxSubmission } from "../storage/outbox.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import type { Pacer } from "./pacer.ts";
-import { retryDelayMs } from "./retry_schedule.ts";
-import { type BotApiResult, failureKind, floodPause } from "../bot/api.ts";
+import { retryDelayMs } from "../common/retry_schedule.ts";
+import { type BotApiResult, failureKind, floodPause, messageIdOf } from "../bot/api.ts";
 import {
   afterFailure,
   afterSuccess,
@@ -90,7 +90,17 @@ export interface DeliveryDeps {
    * One `sendMessage` of `text` (lib/bot/api.ts `sendMessage`): to the default form's chat and
    * topic, or to `to`, a form's.
    */
-  readonly send: (text: string, to?: Destination) => Promise<BotApiResult>;
+  readonly send: (text: string, to?: Destination, markup?: unknown) => Promise<BotApiResult>;
+  /**
+   * The buttons of a notification's first part for submission `id` (lib/bot/keyboard.ts), sent
+   * as its `reply_markup`; absent (`CHAT_ACTIONS=0`): no buttons.
+   */
+  readonly markup?: (id: string) => unknown;
+  /**
+   * Told of every part that reached the chat, once it did (the chat ledger, lib/storage/ledger.ts):
+   * awaited before the submission is noted delivered. A failure is logged, not retried.
+   */
+  readonly onSent?: (part: SentPart) => Promise<void>;
   /**
    * Where the submissions of form `form` go, by its settings now; `undefined` when `FORMS` no
    * longer names it (it then goes to the default form's chat, with a `form_removed` line).
@@ -121,6 +131,22 @@ export interface DeliveryDeps {
    */
   readonly forgotten?: { has(id: string): boolean };
 }
+
+/** One part of a notification that reached the chat. */
+export interface SentPart {
+  readonly submission: OutboxSubmission;
+  readonly chat: number;
+  /** Its `message_id`; `undefined` when the API's answer did not say (a broken API). */
+  readonly messageId: number | undefined;
+  /** The first part: the one with the buttons. */
+  readonly first: boolean;
+}
+
+/** A Bot API call of the chat actions (an edit, a toast, an answer), paced with the notifications. */
+export type PacedCall = () => Promise<BotApiResult>;
+
+/** A {@linkcode PacedCall} tried this often when Telegram answers `429`, then given up. */
+export const CALL_FLOOD_TRIES = 3;
 
 /** A sender's delivery, as far as it got within the wait. */
 export type DeliveryOutcome =
@@ -166,14 +192,25 @@ interface CallerJob {
 
 /** A backlog submission partly sent in this run: its parts, and how many went. */
 interface Progress {
+  readonly submission: OutboxSubmission;
   readonly parts: readonly string[];
   sent: number;
   readonly to: Destination | undefined;
 }
 
+/** A chat action's call waiting for its turn. */
+interface CallJob {
+  /** The chat it is paced as (toasts: their own, `0`). */
+  readonly chat: number;
+  readonly fn: PacedCall;
+  readonly resolve: (result: BotApiResult) => void;
+  tries: number;
+}
+
 /** What to send next, or until when there is nothing to send. */
 type NextSend =
   | { readonly kind: "caller"; readonly job: CallerJob }
+  | { readonly kind: "call"; readonly job: CallJob }
   | { readonly kind: "backlog"; readonly entry: OutboxEntry }
   | { readonly kind: "wait"; readonly until: number };
 
@@ -181,6 +218,7 @@ type NextSend =
 export class DeliveryQueue {
   readonly #deps: DeliveryDeps;
   #callers: CallerJob[] = [];
+  #calls: CallJob[] = [];
   readonly #callerIds = new Set<string>();
   readonly #progress = new Map<string, Progress>();
   /** Per backlog submission that failed in this run: the earliest time to try it again. */
@@ -212,6 +250,22 @@ export class DeliveryQueue {
   /** Delivery's health for `GET /api/health`: ok, an outage, or paused (with its reason). */
   status(): DeliveryStatus {
     return deliveryStatus(this.#health);
+  }
+
+  /**
+   * Makes a chat action's Bot API call (`fn`: an edit, a toast, a command's answer) in its turn:
+   * after the waiting senders' notifications, before the backlog, and only while the pacer leaves
+   * `chat` room for one more message, so a sender who comes next waits at most one slot. A `429`
+   * pauses everything, as for a notification, and the call goes again after it (at most
+   * {@linkcode CALL_FLOOD_TRIES} times). Resolves with the call's result; never rejects (a
+   * closed queue answers "stopping" without calling).
+   */
+  call(chat: number, fn: PacedCall): Promise<BotApiResult> {
+    if (this.#closed) return Promise.resolve({ ok: false, error: "contactd is stopping" });
+    return new Promise((resolve) => {
+      this.#calls.push({ chat, fn, resolve, tries: 0 });
+      this.#wake?.();
+    });
   }
 
   /**
@@ -287,6 +341,8 @@ export class DeliveryQueue {
     }
     for (const job of [...this.#callers]) this.#release(job, STOPPING);
     this.#callers = [];
+    for (const job of this.#calls) job.resolve({ ok: false, error: "contactd is stopping" });
+    this.#calls = [];
   }
 
   async #run(): Promise<void> {
@@ -299,8 +355,11 @@ export class DeliveryQueue {
           await this.#sleep(next.until);
           continue;
         }
-        // Pacing is per chat: the next send's (forms that share a chat share its pace).
-        const ready = pacer.readyAt(this.#chatOfNext(next), now);
+        // Pacing is per chat: the next send's (forms that share a chat share its pace). A chat
+        // action's call leaves room for one more message: a sender never waits behind it.
+        const ready = next.kind === "call"
+          ? pacer.readyAfter(next.job.chat, 2, now)
+          : pacer.readyAt(this.#chatOfNext(next), now);
         if (ready > now) {
           await this.#sleep(ready);
           continue;
@@ -308,6 +367,8 @@ export class DeliveryQueue {
         if (next.kind === "caller") {
           this.#callerStreak++;
           await this.#sendCaller(next.job);
+        } else if (next.kind === "call") {
+          await this.#sendCall(next.job);
         } else {
           this.#callerStreak = 0;
           await this.#sendBacklog(next.entry);
@@ -325,6 +386,9 @@ export class DeliveryQueue {
     if (first !== undefined && this.#callerStreak < CALLER_SENDS_PER_BACKLOG_SEND) {
       return { kind: "caller", job: first };
     }
+    // Chat actions' calls: after the callers, before the backlog (an owner is looking).
+    const call = this.#calls[0];
+    if (call !== undefined && first === undefined) return { kind: "call", job: call };
     // The backlog's share while callers wait goes to submissions older than theirs.
     const backlog = this.#dueBacklog(now, first?.submission.id);
     if ("entry" in backlog) return { kind: "backlog", entry: backlog.entry };
@@ -348,6 +412,24 @@ export class DeliveryQueue {
     return { until };
   }
 
+  async #sendCall(job: CallJob): Promise<void> {
+    const { pacer, clock } = this.#deps;
+    pacer.sent(job.chat, clock.now());
+    job.tries++;
+    let result: BotApiResult;
+    try {
+      result = await job.fn();
+    } catch (error) {
+      result = { ok: false, error: describeError(error) };
+    }
+    if (!result.ok && failureKind(result) === "flood") {
+      this.#flood(result);
+      if (job.tries < CALL_FLOOD_TRIES) return; // stays first: it goes again after the pause
+    }
+    this.#calls.shift();
+    job.resolve(result);
+  }
+
   async #sendCaller(job: CallerJob): Promise<void> {
     const { id } = job.submission;
     if (this.#deps.forgotten?.has(id) === true) {
@@ -357,7 +439,12 @@ export class DeliveryQueue {
       job.waiter.answer({ ok: false, error: FORGOTTEN });
       return;
     }
-    const result = await this.#sendPart(id, job.parts[job.sent]!, job.to);
+    const result = await this.#sendPart(
+      job.submission,
+      job.parts[job.sent]!,
+      job.to,
+      job.sent === 0,
+    );
     if (result.ok) {
       job.sent++;
       if (job.sent < job.parts.length) {
@@ -388,7 +475,12 @@ export class DeliveryQueue {
     }
     if (kind === "message") this.#refused.set(id, result.error);
     else if (job.sent > 0) {
-      this.#progress.set(id, { parts: job.parts, sent: job.sent, to: job.to });
+      this.#progress.set(id, {
+        submission: job.submission,
+        parts: job.parts,
+        sent: job.sent,
+        to: job.to,
+      });
     }
     await this.#failed(id, result, 1);
   }
@@ -448,10 +540,15 @@ export class DeliveryQueue {
       const parts = refusal === undefined
         ? notificationParts(input)
         : [refusedNotice(input, refusal)];
-      progress = { parts, sent: 0, to };
+      progress = { submission, parts, sent: 0, to };
       this.#progress.set(id, progress);
     }
-    const result = await this.#sendPart(id, progress.parts[progress.sent]!, progress.to);
+    const result = await this.#sendPart(
+      progress.submission,
+      progress.parts[progress.sent]!,
+      progress.to,
+      progress.sent === 0,
+    );
     // This attempt counts: a first-attempt delivery says 1.
     const attempts = entry.attempts + 1;
     if (result.ok) {
@@ -493,15 +590,28 @@ export class DeliveryQueue {
     await this.#failed(id, result, attempts);
   }
 
-  /** Sends one part, counting it with the pacer; a success ends an outage or a settings pause. */
-  async #sendPart(id: string, text: string, to: Destination | undefined): Promise<BotApiResult> {
-    const { pacer, chatId, clock, send, log } = this.#deps;
+  /**
+   * Sends one part, counting it with the pacer (the first with the buttons); a success ends an
+   * outage or a settings pause, and is told to `onSent` (the chat ledger).
+   */
+  async #sendPart(
+    submission: OutboxSubmission,
+    text: string,
+    to: Destination | undefined,
+    first: boolean,
+  ): Promise<BotApiResult> {
+    const { pacer, chatId, clock, send, log, markup, onSent } = this.#deps;
+    const id = submission.id;
+    const chat = to?.chatId ?? chatId;
     this.#inFlight = id;
     this.#lastTo = to;
-    pacer.sent(to?.chatId ?? chatId, clock.now());
+    pacer.sent(chat, clock.now());
     let result: BotApiResult;
     try {
-      result = await (to === undefined ? send(text) : send(text, to));
+      const buttons = first ? markup?.(id) : undefined;
+      result = await (to === undefined && buttons === undefined
+        ? send(text)
+        : send(text, to, ...(buttons === undefined ? [] : [buttons])));
     } finally {
       this.#inFlight = undefined;
     }
@@ -509,6 +619,14 @@ export class DeliveryQueue {
       const before = this.#health;
       this.#health = afterSuccess(before);
       if (before.state === "paused") log("info", { event: "delivery_resumed" });
+      if (onSent !== undefined) {
+        try {
+          await onSent({ submission, chat, messageId: messageIdOf(result), first });
+        } catch (error) {
+          // Delivered all the same: only the chat actions on this part are lost.
+          log("error", { event: "ledger_write_failed", id, error: describeError(error) });
+        }
+      }
     }
     return result;
   }
@@ -653,7 +771,12 @@ export class DeliveryQueue {
   #toBacklog(job: CallerJob): void {
     this.#removeCaller(job);
     if (job.durable && job.sent > 0) {
-      this.#progress.set(job.submission.id, { parts: job.parts, sent: job.sent, to: job.to });
+      this.#progress.set(job.submission.id, {
+        submission: job.submission,
+        parts: job.parts,
+        sent: job.sent,
+        to: job.to,
+      });
     }
   }
 

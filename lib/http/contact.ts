@@ -5,7 +5,7 @@
  * @module
  */
 import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
-import { accept, type AcceptDeps } from "./accept.ts";
+import { accept, type AcceptDeps, type Accepted } from "./accept.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
 import type { ChallengeGate, ChallengeVerdict } from "../challenge/altcha.ts";
@@ -21,6 +21,8 @@ import { type RateLimiter, rateLimitKey } from "../net/rate_limit.ts";
 import { type ErrorCode, ERRORS } from "./errors.ts";
 import { decodeJson, isRecord } from "../common/json.ts";
 import { parseSubmission, type SubmissionResult } from "../form/submission.ts";
+import type { Block, Sender } from "../spam/block_list.ts";
+import { HELD_SPAM_ERROR, heldRecord } from "../spam/held_record.ts";
 
 /** Everything the contact pipeline touches outside itself. */
 export interface ContactDeps extends AcceptDeps {
@@ -42,6 +44,12 @@ export interface ContactDeps extends AcceptDeps {
   readonly challenge?: ChallengeGate | undefined;
   /** The form of `FORMS` this path serves (`POST /api/contact/<id>`); absent: the default form. */
   readonly form?: string | undefined;
+  /**
+   * The spam block list (lib/spam/block_file.ts `BlockStore`): a valid submission from a blocked
+   * sender (its client address key or its exact contact) is answered like a honeypot hit and only
+   * recorded, held. Absent: nothing is blocked.
+   */
+  readonly blocks?: { match(sender: Sender, now: number): Block | undefined } | undefined;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -236,8 +244,38 @@ function afterChallenge(
   const { ip, nowMs, request } = context;
   const ts = formatTimestamp(new Date(nowMs));
   const form = deps.form === undefined ? {} : { form: deps.form };
-  return accept(deps, answers, { ...parsed.submission, ip, ts, ...form })
-    .catch((error) => internalError(deps.log, request, error));
+  const fields: Accepted = { ...parsed.submission, ip, ts, ...form };
+  const block = deps.blocks?.match({ ip, contact: fields.contact }, nowMs);
+  const accepted = block === undefined ? accept(deps, answers, fields) : hold(deps, fields, block);
+  return accepted.then(
+    (response) => response ?? answers.success(),
+    (error) => internalError(deps.log, request, error),
+  );
+}
+
+/**
+ * A valid submission from a blocked sender: not queued, not sent, no outbox line; its backup
+ * record is written (`"held":"spam"` and the block), and it is answered as a success, exactly
+ * like a honeypot hit (resolves `undefined`: the caller answers). Logged as `held_spam` (with
+ * its id and the kind of block, never the key), tallied like the refusals.
+ */
+async function hold(deps: ContactDeps, fields: Accepted, block: Block): Promise<undefined> {
+  const id = deps.newId();
+  let stored = true;
+  try {
+    await deps.append(heldRecord({
+      ...fields,
+      id,
+      messenger_ok: false,
+      messenger_error: HELD_SPAM_ERROR,
+    }, block));
+  } catch (error) {
+    stored = false;
+    deps.log("error", { event: "backup_write_failed", id, error: describeError(error) });
+  }
+  deps.onStorage(stored);
+  deps.log("info", { event: "contact", status: 200, result: "held_spam", id, block: block.kind });
+  return undefined;
 }
 
 /**

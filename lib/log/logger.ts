@@ -36,7 +36,11 @@ export function createLogger(
 }
 
 /** The settings whose values no log line may carry (besides every form of the token). */
-export const SECRET_SETTINGS = ["MESSENGER_BOT_TOKEN", "CHALLENGE_SECRET"] as const;
+export const SECRET_SETTINGS = [
+  "MESSENGER_BOT_TOKEN",
+  "CHALLENGE_SECRET",
+  "SMTP_PASSWORD",
+] as const;
 
 /**
  * The logger of a contactd process (the service and its launcher): timestamps from `now`, and
@@ -48,9 +52,23 @@ export function settingsLogger(
   write: (line: string, level: LogLevel) => void,
   now: () => Date = () => new Date(),
 ): Logger {
-  const secrets = SECRET_SETTINGS.map((name) => settings[name]?.trim() ?? "")
-    .filter((value) => value !== "");
+  const secrets = [
+    ...SECRET_SETTINGS.map((name) => settings[name]?.trim() ?? ""),
+    ...urlPassword(settings.SMTP_URL?.trim()),
+  ].filter((value) => value !== "");
   return createLogger(write, now, secrets);
+}
+
+/** The password in a URL such as `SMTP_URL`, as written and decoded; none when it has none. */
+function urlPassword(text: string | undefined): string[] {
+  const match = text === undefined ? null : /^[a-z]+:\/\/[^/@:]*:([^/@]*)@/i.exec(text);
+  if (match === null) return [];
+  const raw = match[1]!;
+  try {
+    return [raw, decodeURIComponent(raw)];
+  } catch {
+    return [raw];
+  }
 }
 
 /** Describes an unknown thrown value for a log line (name and message only, redacted later). */

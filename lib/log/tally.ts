@@ -26,6 +26,8 @@ const TALLIED_RESULTS: ReadonlySet<unknown> = new Set([
   "honeypot",
   "challenge_required",
   "challenge_failed",
+  // A flood from a sender blocked as spam (lib/spam/): counted like the refusals.
+  "held_spam",
 ]);
 
 /**
@@ -36,6 +38,8 @@ const TALLIED_RESULTS: ReadonlySet<unknown> = new Set([
 export function isRefusal(fields: LogFields): boolean {
   // Another site's page can make every visitor's browser send these: a flood like the others.
   if (fields.result === "origin_not_allowed") return true;
+  // A press, command or reply in the chat refused (lib/inbox/): anyone who finds the bot can.
+  if (fields.event === "action_refused") return true;
   if (fields.event !== "contact") return false;
   return TALLIED_RESULTS.has(fields.result) || TALLIED_STATUSES.has(fields.status);
 }

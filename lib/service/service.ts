@@ -30,7 +30,15 @@ import { keepServing, type KeptServing, pause, type Serving } from "../http/keep
 import { describeError, type Logger } from "../log/logger.ts";
 import { SUMMARY_INTERVAL_MS, tallyRefusals } from "../log/tally.ts";
 import { RateLimiter } from "../net/rate_limit.ts";
-import { openOutbox, outboxPath } from "../storage/outbox.ts";
+import { openOutbox, type OutboxEntry, outboxPath } from "../storage/outbox.ts";
+import type { KeptFile } from "../storage/erasure.ts";
+import { formatTimestamp } from "../common/timestamp.ts";
+import { openReplyStore, type ReplyStore } from "../mail/reply_store.ts";
+import { smtpTransport } from "../mail/smtp_transport.ts";
+import { findRecord } from "../storage/records.ts";
+import type { ChatDeletion } from "../storage/ledger.ts";
+import type { InlineKeyboard } from "../bot/keyboard.ts";
+import type { PendingItem } from "../inbox/status_text.ts";
 import { recoverRecords } from "../storage/recovery.ts";
 import { applyRetention, RETENTION_INTERVAL_MS } from "../storage/retention.ts";
 import { denoRewriteFs } from "../storage/rewrite.ts";
@@ -42,6 +50,13 @@ import { denoFs, removeIfPresent } from "../storage/file_system.ts";
 import { newSubmissionId } from "../form/submission_id.ts";
 import { botCheckReport, getMe, sendMessage } from "../bot/api.ts";
 import { serviceSignals } from "./signals.ts";
+import { keyboardFor } from "../bot/keyboard.ts";
+import { blockListPath, ledgerPath, repliesPath } from "../common/state_files.ts";
+import { RecentCounts } from "../log/recent_counts.ts";
+import { BlockStore, readBlockList } from "../spam/block_file.ts";
+import { type Ledger, openLedger } from "../storage/ledger.ts";
+import { deleteFromChat } from "../inbox/deletions.ts";
+import { type RunningInbox, startChatInbox } from "../inbox/start.ts";
 
 /**
  * What stopped the service: a signal, the launcher's end of standard input, or disposing the
@@ -146,6 +161,7 @@ export async function startService(
   // graceful too, never the default action with a send in flight.
   let server: KeptServing | undefined;
   let queueToClose: DeliveryQueue | undefined;
+  let inboxToClose: RunningInbox | undefined;
   let stopping = false;
   const stop = (reason: StopReason) => {
     if (stopping) return;
@@ -156,6 +172,7 @@ export async function startService(
     // sender gets the real answer. shutdown() stops accepting and waits for in-flight requests
     // (and their records); the disposer awaits the queue's close before closing the files.
     void queueToClose?.close(); // never rejects; the disposer awaits it
+    void inboxToClose?.close(); // the long poll ends at once; never rejects
     server?.shutdown();
   };
   // SIGHUP stops gracefully too (decided, not ignored): it means the terminal or session that
@@ -225,6 +242,104 @@ export async function startService(
     log("error", { event: "recovery_failed", error: describeError(error) });
     return undefined;
   }
+  // The chat ledger: what reached the chat for each submission (the buttons act on it, a forget
+  // deletes from the chat by it).
+  const ledgerFile = ledgerPath(config.messagesFile);
+  let ledger: Ledger;
+  try {
+    ledger = await openLedger(ledgerFile, {
+      log,
+      onLoose: onLoose(ledgerFile),
+      onLateDeletion: (deletion) => void deleteLater([deletion]),
+    });
+  } catch (error) {
+    log("error", {
+      event: "ledger_open_failed",
+      file: ledgerFile,
+      ...fileOpenFailure(error, ledgerFile),
+    });
+    return undefined;
+  }
+  stack.defer(() => ledger.close());
+  // The senders marked as spam (contactd unblock appends to it while the service runs).
+  const blockFile = blockListPath(config.messagesFile);
+  let blocks: BlockStore;
+  try {
+    blocks = await BlockStore.open({
+      fs: denoRewriteFs,
+      path: blockFile,
+      now: io.clock.wallNow,
+      log,
+    });
+  } catch (error) {
+    log("error", {
+      event: "block_list_open_failed",
+      file: blockFile,
+      ...fileOpenFailure(error, blockFile),
+    });
+    return undefined;
+  }
+  stack.defer(() => blocks.close());
+  let refreshing: Promise<void> = Promise.resolve();
+  const cancelRefresh = io.every(() => {
+    refreshing = refreshing.then(() => blocks.refresh()).catch((error) =>
+      log("error", { event: "block_list_refresh_failed", error: describeError(error) })
+    );
+  }, BLOCK_REFRESH_MS);
+  stack.defer(async () => {
+    cancelRefresh();
+    await refreshing;
+  });
+  // Deletions from the chat (erasure) wait for the queue, created below.
+  let deleteLater: (deletions: readonly ChatDeletion[]) => Promise<void> = () => Promise.resolve();
+  // Replies by email (SMTP_URL, with the chat actions): the replies file, waiting and done.
+  const mail = config.mail !== undefined && config.chatActions.enabled ? config.mail : undefined;
+  let replies: ReplyStore | undefined;
+  if (mail !== undefined) {
+    const repliesFile = repliesPath(config.messagesFile);
+    try {
+      replies = await openReplyStore({
+        fs: denoFs,
+        path: repliesFile,
+        log,
+        now: () => new Date(io.clock.wallNow()),
+        retentionMs: config.retentionMs,
+      });
+    } catch (error) {
+      log("error", {
+        event: "replies_open_failed",
+        file: repliesFile,
+        ...fileOpenFailure(error, repliesFile),
+      });
+      return undefined;
+    }
+    const store = replies;
+    stack.defer(() => store.close());
+  }
+  // The other files that keep something of a submission: retention and forget reach them too.
+  const kept: KeptFile[] = [
+    {
+      name: "blocked",
+      prune: (cutoff) => blocks.prune(cutoff),
+      forget: async (match, _ids, dryRun) =>
+        dryRun
+          ? (await readBlockList(denoFs, blockFile)).list.forgotten(match).length
+          : await blocks.forget(match),
+    },
+  ];
+  if (replies !== undefined) {
+    const store = replies;
+    kept.push({
+      name: "replies",
+      prune: (cutoff) => store.prune(formatTimestamp(new Date(cutoff))),
+      forget: (_match, ids, dryRun) =>
+        dryRun
+          ? Promise.resolve(
+            [...store.pending(), ...store.audits()].filter((r) => ids.has(r.submission)).length,
+          )
+          : store.forget(ids),
+    });
+  }
   const { retentionMs } = config;
   if (retentionMs !== undefined) {
     const retain = () =>
@@ -236,6 +351,8 @@ export async function startService(
         now: io.clock.wallNow,
         retentionMs,
         log,
+        ledger,
+        extra: kept,
       });
     // At start (before the first POST), then daily; a stop waits for a run in progress.
     let retaining: Promise<unknown> = retain();
@@ -269,6 +386,9 @@ export async function startService(
         outbox,
         now: io.clock.wallNow,
         log,
+        ledger,
+        onChatDeletions: (deletions) => void deleteLater(deletions),
+        extra: kept,
       })
     ).finally(() => forgetBusy = false);
   }, FORGET_POLL_MS);
@@ -297,19 +417,55 @@ export async function startService(
     tally.flush();
   });
   const api = { apiUrl: config.apiUrl, timeoutMs: config.timeoutMs, fetch: io.fetch };
+  // The last 24 hours, for the chat's /status: delivered (noted by the outbox), held as spam and
+  // refused by the rate limiter (their log lines).
+  const recent = new RecentCounts();
+  const counted: typeof tally.log = (level, fields) => {
+    if (fields.event === "contact" && (fields.result === "held_spam" || fields.status === 429)) {
+      recent.add(fields.result === "held_spam" ? "held_spam" : "rate_limited", io.clock.now());
+    }
+    tally.log(level, fields);
+  };
+  const { chatActions } = config;
   const queue = messenger === undefined ? undefined : new DeliveryQueue({
     chatId: messenger.chatId,
-    send: (text, to) =>
-      to === undefined
-        ? sendMessage({ ...api, token: messenger.token }, messenger.chatId, text, messenger.topicId)
-        : sendMessage({ ...api, token: messenger.token }, to.chatId, text, to.topicId),
+    send: (text, to, markup) =>
+      sendMessage(
+        { ...api, token: messenger.token },
+        to?.chatId ?? messenger.chatId,
+        text,
+        to === undefined ? messenger.topicId : to.topicId,
+        markup === undefined ? undefined : { replyMarkup: markup as InlineKeyboard },
+      ),
+    ...(chatActions.enabled ? { markup: (id: string) => keyboardFor("open", id) } : {}),
+    onSent: async ({ submission, chat, messageId, first }) => {
+      if (messageId === undefined) return;
+      await ledger.noteSent({
+        id: submission.id,
+        ts: submission.ts,
+        chat,
+        messageId,
+        first,
+        ...(submission.form === undefined ? {} : { form: submission.form }),
+        ip: submission.ip,
+        contact: submission.contact,
+      });
+    },
     destination: (id) => {
       const form = config.forms.find((form) => form.id === id);
       return form?.chatId === undefined
         ? undefined
         : { form: id, chatId: form.chatId, topicId: form.topicId, title: form.title };
     },
-    store: outbox,
+    store: {
+      entries: () => outbox.entries(),
+      read: (id) => outbox.read(id),
+      failed: (id, ts, error) => outbox.failed(id, ts, error),
+      done: (id, ts, result) => {
+        if (result === "delivered") recent.add("delivered", io.clock.now());
+        return outbox.done(id, ts, result);
+      },
+    },
     pacer: new Pacer(),
     clock: io.clock,
     random: io.random,
@@ -319,11 +475,21 @@ export async function startService(
     stopWaitMs: stopWaitMs(config.timeoutMs),
     forgotten,
   });
-  if (queue !== undefined) {
+  if (queue !== undefined && messenger !== undefined) {
     queueToClose = queue;
     if (!stopping) queue.start();
     // Before the outbox closes: a call in flight at the stop is answered and noted first.
     stack.defer(() => queue.close());
+    const token = messenger.token;
+    deleteLater = (deletions) =>
+      deleteFromChat(deletions, {
+        api: { ...api, token },
+        call: (chat, fn) => queue.call(chat, fn),
+        deleted: (deletion) => ledger.deleted(deletion),
+        log,
+      }).then(() => {});
+    // Erased while the service was stopped (contactd forget): deleted from the chat now.
+    void deleteLater(ledger.pendingDeletions());
   }
   if (config.challenge.kind === "turnstile" && isTurnstileTestSecret(config.challenge.secret)) {
     log("warn", { event: "challenge_test_secret", setting: "CHALLENGE_SECRET" });
@@ -352,7 +518,8 @@ export async function startService(
     newId: () => newSubmissionId(),
     forgotten,
     append: (line) => backup.append(line),
-    log: tally.log,
+    log: counted,
+    blocks,
     allowedOrigins: config.allowedOrigins,
     forms: config.forms,
     examplePage,
@@ -365,8 +532,71 @@ export async function startService(
       pending: outbox.pendingCount,
     }),
   });
-  const bot = botCheck === undefined ? undefined : botCheckReport(await botCheck);
+  const identity = botCheck === undefined ? undefined : await botCheck;
+  const bot = identity === undefined ? undefined : botCheckReport(identity);
   if (bot !== undefined && "fields" in bot) log(bot.level, bot.fields);
+  if (queue !== undefined && messenger !== undefined && chatActions.enabled && !stopping) {
+    const inbox: RunningInbox = startChatInbox({
+      api: { ...api, token: messenger.token },
+      queue,
+      ledger,
+      blocks,
+      spamBlockMs: config.spamBlockMs,
+      chats: new Set([messenger.chatId, ...config.forms.flatMap((form) => form.chatId ?? [])]),
+      by: chatActions.by,
+      botUsername: identity?.ok === true ? identity.username : undefined,
+      ...(mail === undefined || replies === undefined ? {} : {
+        mail: {
+          store: replies,
+          transport: (() => {
+            const transport = smtpTransport({ server: mail, name: domainOf(mail.from) });
+            stack.defer(() => transport.close());
+            return transport;
+          })(),
+          settings: {
+            from: mail.from,
+            ...(mail.replyTo === undefined ? {} : { replyTo: mail.replyTo }),
+          },
+          limit: config.replyLimit,
+          maxAgeMs: config.deliveryMaxAgeMs,
+          findRecord: (id: string) => findRecord(denoFs, config.messagesFile, id),
+          formTitle: (form: string | undefined) =>
+            config.forms.find((candidate) => candidate.id === form)?.title,
+        },
+      }),
+      status: () => {
+        const now = io.clock.now();
+        return {
+          delivery: queue.status(),
+          pending: outbox.pendingCount,
+          oldestMs: oldestPendingMs(outbox, io.clock.wallNow()),
+          replies: replies?.pending().length,
+          delivered: recent.count("delivered", now),
+          heldSpam: recent.count("held_spam", now),
+          rateLimited: recent.count("rate_limited", now),
+        };
+      },
+      pending: () => [
+        ...pendingItems(outbox, io.clock.wallNow()),
+        ...(replies?.pending() ?? []).map((reply) => ({
+          kind: "reply" as const,
+          id: reply.submission,
+          ageMs: Math.max(0, io.clock.wallNow() - Date.parse(reply.ts)),
+          attempts: reply.attempts,
+        })),
+      ],
+      messagesFile: config.messagesFile,
+      fs: denoFs,
+      clock: io.clock,
+      random: io.random,
+      // Refusals are tallied into the contact_summary lines.
+      log: tally.log,
+    });
+    // A stop ends the long poll at once; the disposer (before the queue's) waits for an update
+    // being handled.
+    inboxToClose = inbox;
+    stack.defer(() => inbox.close());
+  }
 
   const serveOptions: Deno.ServeTcpOptions = {
     hostname: config.host,
@@ -410,6 +640,44 @@ export async function startService(
       log("info", { event: "stopped" });
     },
   };
+}
+
+/** The domain of an address: the EHLO name contactd gives the mail server. */
+function domainOf(address: string): string {
+  return address.slice(address.lastIndexOf("@") + 1);
+}
+
+/** How often the block list takes in what `contactd unblock` appended. */
+export const BLOCK_REFRESH_MS = 1000;
+
+/** The oldest pending submission's age at `wallNow`, by its `ts`; `undefined` when none waits. */
+function oldestPendingMs(
+  outbox: { entries(): IterableIterator<OutboxEntry> },
+  wallNow: number,
+): number | undefined {
+  for (const entry of outbox.entries()) {
+    if (entry.done) continue;
+    return Math.max(0, wallNow - Date.parse(entry.ts));
+  }
+  return undefined;
+}
+
+/** `/pending`'s items: the pending submissions' ids, ages and attempts. */
+function pendingItems(
+  outbox: { entries(): IterableIterator<OutboxEntry> },
+  wallNow: number,
+): PendingItem[] {
+  const items: PendingItem[] = [];
+  for (const entry of outbox.entries()) {
+    if (entry.done) continue;
+    items.push({
+      kind: "message",
+      id: entry.id,
+      ageMs: Math.max(0, wallNow - Date.parse(entry.ts)),
+      attempts: entry.attempts,
+    });
+  }
+  return items;
 }
 
 /** Adds a signal listener that the stack removes. */

@@ -2,8 +2,11 @@
  * Erasure on request (`contactd forget`): which submissions a request names (by id, by contact,
  * by client address, every written form of one address alike), and removing every trace
  * contactd keeps of them: their records in the backup file (rewritten through the appender, so
- * nothing appended meanwhile is lost) and their outbox entries (a pending one is given up, so it
- * is never delivered; the compaction that follows drops their lines). While the service runs, the
+ * nothing appended meanwhile is lost), their outbox entries (a pending one is given up, so it
+ * is never delivered; the compaction that follows drops their lines), their chat ledger entries
+ * (lib/storage/ledger.ts: their messages become deletions for the bot to make in the chat), and
+ * whatever the other files beside the backup file keep of them ({@linkcode KeptFile}: the block
+ * list, the replies). While the service runs, the
  * ids it erased are remembered ({@linkcode ForgottenIds}) so that a sender still waiting gets no
  * delivery and no record afterwards.
  *
@@ -23,6 +26,7 @@ import {
 } from "./outbox.ts";
 import { rewriteBackup, type RewriteFs } from "./rewrite.ts";
 import { removeIfPresent, type StorageFs } from "./file_system.ts";
+import type { ChatDeletion, Ledger } from "./ledger.ts";
 import { rewritePath } from "../common/state_files.ts";
 
 /** What `forget` names: `--id`, `--contact` or `--address`. */
@@ -104,6 +108,30 @@ export interface ErasureOutcome {
    * searched, so they may still be delivered; absent when there are none.
    */
   readonly unsearched?: number;
+  /** Entries of the chat ledger (submissions sent to the chat); absent without a ledger. */
+  readonly chatEntries?: number;
+  /** Their messages, to be deleted from the chat by the bot; absent without a ledger. */
+  readonly chatMessages?: number;
+  /** What each {@linkcode KeptFile} removed, by its name; absent without any. */
+  readonly extra?: Readonly<Record<string, number>>;
+}
+
+/**
+ * Another file contactd keeps about submissions beside the backup file (the block list, the
+ * replies): its part in retention (lib/storage/retention.ts) and in erasure. Each returns how
+ * many of its entries went (or, dry, would go).
+ */
+export interface KeptFile {
+  /** Its name in counts and log lines: a short snake_case word (`blocked`, `replies`). */
+  readonly name: string;
+  /** Removes what is older than `cutoffMs` (ms since the epoch). */
+  prune?(cutoffMs: number): Promise<number>;
+  /**
+   * Removes what `match` names or belongs to the submissions `ids` (every id the erasure
+   * found: in the backup file, the outbox and the chat ledger). `dryRun`: counts only, writes
+   * nothing.
+   */
+  forget?(match: ForgetMatch, ids: ReadonlySet<string>, dryRun: boolean): Promise<number>;
 }
 
 /** At most this many forgotten ids are remembered by a running service (the oldest go first). */
@@ -177,6 +205,19 @@ export interface ErasureDeps {
    * more wait).
    */
   readonly pendingOnDisk?: () => AsyncIterable<OutboxSubmission>;
+  /**
+   * The chat ledger: the entries of the submissions found, and those it matches itself (by id,
+   * contact or address), are forgotten; their messages become deletions waiting.
+   */
+  readonly ledger?: Pick<Ledger, "entries" | "forget">;
+  /**
+   * Told what the ledger's forget returned (not on a dry run, not when empty): the running
+   * service deletes those messages from the chat now. Absent (the service stopped): they wait
+   * in the ledger for its next start.
+   */
+  readonly onChatDeletions?: (deletions: ChatDeletion[]) => void;
+  /** The other files beside the backup file, each asked to forget too. */
+  readonly extra?: readonly KeptFile[];
 }
 
 /**
@@ -204,9 +245,11 @@ export function pendingOnDisk(
 
 /**
  * Removes what `match` names: the pending outbox entries first (given up, so the queue never
- * sends them), then the backup records, then the outbox compacted (the lines of every finished
- * submission go, the forgotten ones with them). `dryRun` only counts. Rejects when a file cannot
- * be read or written; what was done before stays done (run it again to finish).
+ * sends them), then the backup records, then the chat ledger's entries of every submission
+ * found (and of those it matches itself), then each {@linkcode KeptFile}'s, then the outbox
+ * compacted (the lines of every finished submission go, the forgotten ones with them). `dryRun`
+ * only counts. Rejects when a file cannot be read or written; what was done before stays done
+ * (run it again to finish).
  */
 export async function erase(
   deps: ErasureDeps,
@@ -215,6 +258,8 @@ export async function erase(
 ): Promise<ErasureOutcome> {
   let pending = 0;
   let waitingInWindow = 0;
+  /** Every submission id found, for the ledger and the other files. */
+  const ids = new Set<string>();
   const pendingBefore = deps.outbox.pendingCount;
   const inWindow = new Set<string>();
   for (const entry of [...deps.outbox.entries()]) {
@@ -235,6 +280,7 @@ export async function erase(
     }
     const { id, contact, ip, fields } = submission;
     if (!matches(match, { id, contact, ip, fields })) continue;
+    ids.add(id);
     if (waiting) pending++;
     if (dryRun) continue;
     deps.forgotten?.add(entry.id);
@@ -250,6 +296,7 @@ export async function erase(
     for await (const submission of deps.pendingOnDisk()) {
       const { id, contact, ip, fields } = submission;
       if (inWindow.has(id) || !matches(match, { id, contact, ip, fields })) continue;
+      ids.add(id);
       pending++;
       if (dryRun) continue;
       deps.forgotten?.add(id);
@@ -259,15 +306,57 @@ export async function erase(
   }
   // With the file to itself: lines appended meanwhile go to the new file, after the rename. A
   // temporary file a crashed rewrite left (it may hold what is erased now) goes first.
-  const keep = (line: string) => !lineMatches(match, line);
+  const keep = (line: string) => {
+    const value = parseJsonText(line);
+    if (!isRecord(value) || !matches(match, value)) return true;
+    if (typeof value.id === "string") ids.add(value.id);
+    return false;
+  };
   const { removed } = await deps.appender.exclusive(async () => {
     if (!dryRun) await removeIfPresent(deps.fs, rewritePath(deps.path));
     return await rewriteBackup(deps.fs, deps.path, keep, deps.log, dryRun);
   });
+  const chat = deps.ledger === undefined ? {} : await _eraseLedger(deps, match, ids, dryRun);
+  const extra: Record<string, number> = {};
+  for (const file of deps.extra ?? []) {
+    if (file.forget !== undefined) extra[file.name] = await file.forget(match, ids, dryRun);
+  }
   if (!dryRun) await deps.outbox.compact();
   // Pending submissions on disk beyond the window the outbox holds: not searched.
   const unsearched = pendingBefore === undefined || searchedDisk
     ? 0
     : Math.max(0, pendingBefore - waitingInWindow);
-  return { records: removed, pending, ...(unsearched > 0 ? { unsearched } : {}) };
+  return {
+    records: removed,
+    pending,
+    ...(unsearched > 0 ? { unsearched } : {}),
+    ...chat,
+    ...(deps.extra === undefined || deps.extra.length === 0 ? {} : { extra }),
+  };
+}
+
+/**
+ * The ledger's part: the entries of the submissions `ids` and those `match` names (the ledger
+ * keeps id, contact and address), forgotten; their ids join `ids`.
+ */
+async function _eraseLedger(
+  deps: ErasureDeps,
+  match: ForgetMatch,
+  ids: Set<string>,
+  dryRun: boolean,
+): Promise<{ chatEntries: number; chatMessages: number }> {
+  const chosen = new Set<string>();
+  let chatMessages = 0;
+  for (const entry of deps.ledger?.entries() ?? []) {
+    const { id, contact, ip } = entry;
+    if (!ids.has(id) && !matches(match, { id, contact, ip })) continue;
+    chosen.add(id);
+    chatMessages += entry.messages.length;
+  }
+  for (const id of chosen) ids.add(id);
+  if (!dryRun && chosen.size > 0 && deps.ledger !== undefined) {
+    const deletions = await deps.ledger.forget(chosen);
+    if (deletions.length > 0) deps.onChatDeletions?.(deletions);
+  }
+  return { chatEntries: chosen.size, chatMessages };
 }

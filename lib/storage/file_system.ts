@@ -126,23 +126,34 @@ export async function writeAll(file: Pick<StorageFile, "write">, bytes: Uint8Arr
   while (written < bytes.byteLength) written += await file.write(bytes.subarray(written));
 }
 
+/** The bytes of the open `file` from `offset` to its end (read in chunks). */
+export async function readFrom(file: StorageFile, offset = 0): Promise<Uint8Array> {
+  await file.seek(offset, Deno.SeekMode.Start);
+  return await _readRest(file);
+}
+
+/** The bytes of `file` from where it is to its end. */
+async function _readRest(file: Pick<StorageFile, "read">): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (true) {
+    const chunk = new Uint8Array(1 << 16);
+    const n = await file.read(chunk);
+    if (n === null) break;
+    chunks.push(chunk.subarray(0, n));
+    size += n;
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) (all.set(chunk, at), at += chunk.byteLength);
+  return all;
+}
+
 /** The whole file at `path` as UTF-8 text. */
 export async function readAllText(fs: StorageFs, path: string): Promise<string> {
   const file = await fs.open(path, { read: true });
   try {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    while (true) {
-      const chunk = new Uint8Array(1 << 16);
-      const n = await file.read(chunk);
-      if (n === null) break;
-      chunks.push(chunk.subarray(0, n));
-      size += n;
-    }
-    const all = new Uint8Array(size);
-    let at = 0;
-    for (const chunk of chunks) (all.set(chunk, at), at += chunk.byteLength);
-    return new TextDecoder().decode(all);
+    return new TextDecoder().decode(await _readRest(file));
   } finally {
     file.close();
   }
@@ -171,5 +182,65 @@ export async function removeTemporary(
     await removeIfPresent(fs, path);
   } catch (error) {
     log("error", { event, file: path, error: describeError(error) });
+  }
+}
+
+/** A file system that can also set a path's mode exactly, whatever the umask. */
+export interface ChmodFs extends StorageFs {
+  chmod?(path: string, mode: number): Promise<void>;
+}
+
+/**
+ * Replaces the file at `path` with `text`, durably and never through a link: written to
+ * `temporary` (removed first, then created exclusively with `options.mode`, else `path`'s mode,
+ * else 0600, set exactly when `fs` can `chmod`), synced, renamed over `path`, and the directory
+ * synced (a failure of that last step is logged under `${event}_directory_sync_failed`, not
+ * thrown: the file itself is synced). On failure the temporary file is removed (a failure to is
+ * logged `${event}_cleanup_failed`) and `path` is left as it was. The small files beside
+ * `MESSAGES_FILE` (the chat ledger, the block list, the updates offset) are rewritten this way.
+ */
+export async function replaceFile(
+  fs: ChmodFs,
+  path: string,
+  temporary: string,
+  text: string | Uint8Array,
+  log: Logger,
+  event: string,
+  options: { readonly mode?: number } = {},
+): Promise<void> {
+  let mode = options.mode ?? 0o600;
+  if (options.mode === undefined) {
+    try {
+      const info = await fs.lstat(path);
+      if (!info.isSymlink && info.mode !== null) mode = info.mode & 0o777;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+  try {
+    await removeIfPresent(fs, temporary); // left by a crash, or put there: never followed
+    const out = await fs.open(temporary, { write: true, createNew: true, mode });
+    try {
+      if (fs.chmod !== undefined) {
+        const [opened, named] = [await out.stat(), await fs.lstat(temporary)];
+        if (named.isSymlink || fileIdentity(named) !== fileIdentity(opened)) {
+          throw new Deno.errors.PermissionDenied(`${temporary} was replaced`);
+        }
+        await fs.chmod(temporary, mode); // the mode asked for, whatever the umask
+      }
+      await writeAll(out, typeof text === "string" ? new TextEncoder().encode(text) : text);
+      await out.syncData();
+    } finally {
+      out.close();
+    }
+    await fs.rename(temporary, path);
+  } catch (error) {
+    await removeTemporary(fs, temporary, log, `${event}_cleanup_failed`);
+    throw error;
+  }
+  try {
+    await syncDirectory(fs, path);
+  } catch (error) {
+    log("error", { event: `${event}_directory_sync_failed`, error: describeError(error) });
   }
 }

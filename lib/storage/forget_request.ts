@@ -3,7 +3,8 @@
  * `MESSAGES_FILE.lock`), so the command asks it: it writes a request file beside the backup file
  * (`MESSAGES_FILE.forget`, created exclusively, mode 0644 and never chowned: one request at a
  * time), the service looks for one every {@linkcode FORGET_POLL_MS} (a regular file of at most
- * {@linkcode FORGET_REQUEST_MAX_BYTES}), performs the erasure (lib/storage/erasure.ts)
+ * {@linkcode FORGET_REQUEST_MAX_BYTES}), performs the erasure (lib/storage/erasure.ts: the
+ * chat ledger's entries included, their messages handed to the bot to delete from the chat)
  * and writes its answer (`MESSAGES_FILE.forget.answer`), which the command reads, removes, and
  * prints. Both files are the service's own, so the command needs no permission beyond them.
  *
@@ -68,7 +69,7 @@ export function parseRequest(text: string): ForgetRequest | { readonly error: st
   return { nonce: value.nonce, match, dryRun: value.dry_run };
 }
 
-/** An answer as its file holds it. */
+/** An answer as its file holds it (the outcome's counts as keys beside `nonce` and `ok`). */
 export function encodeAnswer(answer: ForgetAnswer): string {
   return JSON.stringify(
     answer.ok
@@ -84,7 +85,16 @@ export function parseAnswer(text: string): ForgetAnswer | undefined {
   if (
     value.ok === true && Number.isSafeInteger(value.records) && Number.isSafeInteger(value.pending)
   ) {
-    const unsearched = Number.isSafeInteger(value.unsearched) ? value.unsearched as number : 0;
+    const count = (key: string) => Number.isSafeInteger(value[key]) ? value[key] as number : 0;
+    const unsearched = count("unsearched");
+    const chat = Number.isSafeInteger(value.chatEntries)
+      ? { chatEntries: count("chatEntries"), chatMessages: count("chatMessages") }
+      : {};
+    const extra = isRecord(value.extra)
+      ? Object.fromEntries(
+        Object.entries(value.extra).filter(([, n]) => Number.isSafeInteger(n)),
+      ) as Record<string, number>
+      : undefined;
     return {
       nonce: value.nonce,
       ok: true,
@@ -92,12 +102,22 @@ export function parseAnswer(text: string): ForgetAnswer | undefined {
         records: value.records as number,
         pending: value.pending as number,
         ...(unsearched > 0 ? { unsearched } : {}),
+        ...chat,
+        ...(extra === undefined ? {} : { extra }),
       },
     };
   }
   return value.ok === false && typeof value.error === "string"
     ? { nonce: value.nonce, ok: false, error: value.error }
     : undefined;
+}
+
+/** An outcome's counts as log fields: each other file's count under its own name. */
+export function outcomeFields(
+  outcome: ErasureOutcome,
+): Record<string, number | undefined> {
+  const { extra, ...counts } = outcome;
+  return { ...counts, ...extra };
 }
 
 /** Writes `text` to a new file at `path` (created exclusively, never followed), synced. */
@@ -139,7 +159,10 @@ async function _readBounded(fs: StorageFs, path: string, max: number): Promise<s
   }
 }
 
-/** What the service answers requests with. */
+/**
+ * What the service answers requests with: the erasure's (its optional `ledger`, the chat
+ * ledger, and `onChatDeletions`, told the messages to delete from the chat, included).
+ */
 export interface ForgetServiceDeps extends ErasureDeps {
   /** `MESSAGES_FILE`, beside which the request and the answer are. */
   readonly messagesFile: string;
@@ -184,7 +207,12 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
   } else {
     try {
       const outcome = await erase(deps, request.match, request.dryRun);
-      log("info", { event: "forget", by: request.match.by, dry_run: request.dryRun, ...outcome });
+      log("info", {
+        event: "forget",
+        by: request.match.by,
+        dry_run: request.dryRun,
+        ...outcomeFields(outcome),
+      });
       answer = { nonce: request.nonce, ok: true, outcome };
     } catch (error) {
       log("error", { event: "forget_failed", error: describeError(error) });

@@ -6,6 +6,7 @@
  * @module
  */
 import { isRecord, parseJsonText } from "../common/json.ts";
+import type { StorageFs } from "./file_system.ts";
 
 /** A record as read back: the keys contactd relies on checked, every other key kept. */
 export interface StoredRecord {
@@ -56,4 +57,41 @@ export function parseRecordLine(line: string): StoredRecord | undefined {
 /** The time of a record's `ts` in ms since the epoch, `NaN` when it is not a time. */
 export function recordTime(record: Pick<StoredRecord, "ts">): number {
   return Date.parse(record.ts);
+}
+
+/**
+ * The record of submission `id` in the backup file at `path`, the last one when a crash left it
+ * twice; `undefined` when none is (never written, erased, or past `RETENTION`). Read in chunks:
+ * only lines that mention the id are parsed, so a large file is not held whole.
+ */
+export async function findRecord(
+  fs: StorageFs,
+  path: string,
+  id: string,
+): Promise<StoredRecord | undefined> {
+  const file = await fs.open(path, { read: true });
+  const needle = JSON.stringify(id);
+  const decoder = new TextDecoder();
+  let found: StoredRecord | undefined;
+  let rest = "";
+  const consider = (line: string) => {
+    if (!line.includes(needle)) return;
+    const record = parseRecordLine(line);
+    if (record?.id === id) found = record;
+  };
+  try {
+    const chunk = new Uint8Array(1 << 16);
+    while (true) {
+      const n = await file.read(chunk);
+      if (n === null) break;
+      const text = rest + decoder.decode(chunk.subarray(0, n), { stream: true });
+      const lines = text.split("\n");
+      rest = lines.pop()!;
+      for (const line of lines) consider(line);
+    }
+  } finally {
+    file.close();
+  }
+  // A last line without its line break is still being written (or torn): not a record yet.
+  return found;
 }

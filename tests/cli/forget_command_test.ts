@@ -6,6 +6,9 @@ import assert from "node:assert/strict";
 import { OWN_FILES_REVOKED, parseCommandLine, runCli } from "../../lib/cli/cli.ts";
 import { formatRecord } from "../../lib/storage/backup.ts";
 import { lockFiles } from "../../lib/storage/lock.ts";
+import { ledgerPath } from "../../lib/common/state_files.ts";
+import { openLedger } from "../../lib/storage/ledger.ts";
+import { sentLine } from "../../lib/storage/ledger_lines.ts";
 import { isRoot } from "../support/service.ts";
 import { fakeCliIo } from "./_cli_io.ts";
 
@@ -88,7 +91,7 @@ Deno.test("forget with the service stopped removes the matching records under th
       done.out[0],
       `removed 1 record(s) from ${file} and 0 pending message(s) from its outbox`,
     );
-    assert.match(done.out[1]!, /^note: messages already in the Telegram chat stay there/);
+    assert.match(done.out[1]!, /^note: Telegram lets the bot delete its messages for 48 hours/);
     assert.equal(await Deno.readTextFile(file), record("b2", "10.0.0.2"));
     // The lock was released: a service could start now.
     (await lockFiles(file, 1)).release();
@@ -162,6 +165,50 @@ Deno.test("forget --contact - reads the value from standard input's first line, 
     const none = await run(["forget", "--contact", "-"], undefined);
     assert.equal(none.code, 2);
     assert.match(none.err[0]!, /reads the value from standard input/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("forget with the service stopped removes the chat ledger's entries and leaves their messages as deletions for the service's next start; --dry-run counts them and changes nothing", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/messages.jsonl`;
+  const ledger = ledgerPath(file);
+  const sent = (id: string, messageId: number, first: boolean, ip: string) =>
+    sentLine({ id, ts: "2026-11-20T10:00:00Z", chat: -100, messageId, first, ip, contact: "@ann" });
+  try {
+    await Deno.writeTextFile(file, record("a1", "10.0.0.1") + record("b2", "10.0.0.2"), {
+      mode: 0o600,
+    });
+    const text = sent("a1", 10, true, "10.0.0.1") + sent("a1", 11, false, "10.0.0.1") +
+      sent("b2", 12, true, "10.0.0.2");
+    await Deno.writeTextFile(ledger, text, { mode: 0o600 });
+
+    const dry = await cli(["forget", "--address", "10.0.0.1", "--dry-run"], file);
+    assert.equal(dry.code, 0, dry.err.join());
+    assert.equal(
+      dry.out[1],
+      "would remove 1 submission(s) from the chat ledger and delete their 2 message(s) in the chat",
+    );
+    assert.equal(await Deno.readTextFile(ledger), text);
+    const names = [];
+    for await (const entry of Deno.readDir(dir)) names.push(entry.name);
+    assert.deepEqual(names.sort(), ["messages.jsonl", "messages.jsonl.chat"]);
+
+    const done = await cli(["forget", "--address", "10.0.0.1"], file);
+    assert.equal(done.code, 0, done.err.join());
+    assert.equal(
+      done.out[1],
+      "removed 1 submission(s) from the chat ledger; their 2 message(s) in the chat are deleted " +
+        "by contactd when the service starts next",
+    );
+    const after = await Deno.readTextFile(ledger);
+    assert.ok(!after.includes("a1") && !after.includes("10.0.0.1"), after);
+    assert.equal((await Deno.lstat(ledger)).mode! & 0o777, 0o600);
+    const opened = await openLedger(ledger, { log: () => {} });
+    assert.deepEqual(opened.pendingDeletions(), [{ chat: -100, messages: [10, 11] }]);
+    assert.equal(opened.byMessage(-100, 12)?.id, "b2");
+    await opened.close();
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -335,7 +335,13 @@ Deno.test("a binary built with PORT and MESSENGER_API_URL serves with them, its 
     });
     assert.deepEqual(
       Array.from(Deno.readDirSync(state), (entry) => entry.name).sort(),
-      ["messages.jsonl", "messages.jsonl.lock", "messages.jsonl.outbox"],
+      [
+        "messages.jsonl",
+        "messages.jsonl.blocked",
+        "messages.jsonl.chat",
+        "messages.jsonl.lock",
+        "messages.jsonl.outbox",
+      ],
     );
   } finally {
     service.kill("SIGTERM");

@@ -149,7 +149,7 @@ Deno.test("e2e: forget --address while the service runs under a steady stream: t
     await stream;
     assert.equal(forget.code, 0, forget.stderr);
     assert.match(forget.stdout, /^removed 2 record\(s\) from .* and 0 pending message\(s\)/m);
-    assert.match(forget.stdout, /messages already in the Telegram chat stay there/);
+    assert.match(forget.stdout, /Telegram lets the bot delete its messages for 48 hours/);
     assert.equal((await service.post({ message: "after forget" }, "10.8.0.2")).status, 200);
 
     const text = await Deno.readTextFile(service.file);

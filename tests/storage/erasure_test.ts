@@ -28,6 +28,8 @@ import {
 import type { OutboxSubmission } from "../../lib/storage/outbox.ts";
 import type { LogFields } from "../../lib/log/logger.ts";
 import { MemoryFs } from "../support/memory_fs.ts";
+import { ledgerPath } from "../../lib/common/state_files.ts";
+import { type ChatDeletion, type Ledger, openLedger } from "../../lib/storage/ledger.ts";
 import { open, PATH as OUTBOX, submission } from "./_outbox_setup.ts";
 import { rewriteFs } from "./_rewrite_setup.ts";
 
@@ -424,4 +426,129 @@ Deno.test("a request file the service cannot read is logged once and taken away,
   assert.deepEqual(lines.map((line) => line.event), ["forget_request_unreadable"]);
   assert.equal(memory.exists(`${BACKUP}.forget`), false);
   await outbox.close();
+});
+
+const CHAT = -1001234567890;
+
+/**
+ * The chat ledger beside {@linkcode files}' backup file: `a` sent in two parts, `c` in one, and
+ * two submissions only the ledger still knows: `z9` (contact Ann's, its record gone) and `y8`
+ * (another contact, its record naming Ann's address in another field).
+ */
+async function withLedger(memory: MemoryFs, a: OutboxSubmission, c: OutboxSubmission) {
+  const ledger = await openLedger(ledgerPath(BACKUP), { fs: memory, log: () => {} });
+  const sent = (id: string, messageId: number, first: boolean, contact: string) =>
+    ledger.noteSent({ id, ts: a.ts, chat: CHAT, messageId, first, ip: "192.0.2.1", contact });
+  await sent(a.id, 10, true, a.contact);
+  await sent(a.id, 11, false, a.contact);
+  await sent(c.id, 12, true, c.contact);
+  await sent("z9", 13, true, "Ann@Example.org");
+  await sent("y8", 14, true, "@ann");
+  const y8 = JSON.stringify({
+    ts: a.ts,
+    id: "y8",
+    contact: "@ann",
+    fields: { email: "ann@example.org" },
+    ip: "192.0.2.1",
+  }) + "\n";
+  memory.writeText(BACKUP, memory.readText(BACKUP) + y8);
+  return ledger;
+}
+
+Deno.test("erase forgets the chat ledger entries of the submissions it found and of those the ledger matches itself; a dry run only counts; the service is told what to delete from the chat", async () => {
+  const { memory, fs, outbox, a, b, c } = await files();
+  const ledger = await withLedger(memory, a, c);
+  const told: ChatDeletion[][] = [];
+  const seen: Array<[string, string[], boolean]> = [];
+  const blocked = {
+    name: "blocked",
+    forget: (_match: unknown, ids: ReadonlySet<string>, dryRun: boolean) => {
+      seen.push(["blocked", [...ids].sort(), dryRun]);
+      return Promise.resolve(dryRun ? 2 : 1);
+    },
+  };
+  const deps = {
+    ...depsOf(fs, outbox).deps,
+    ledger,
+    onChatDeletions: (deletions: ChatDeletion[]) => void told.push(deletions),
+    extra: [blocked, { name: "replies" }],
+  };
+  const ledgerText = memory.readText(ledgerPath(BACKUP));
+  const dry = await erase(deps, match("contact", "ann@example.org"), true);
+  assert.deepEqual(dry, {
+    records: 4,
+    pending: 1,
+    chatEntries: 3,
+    chatMessages: 4,
+    extra: { blocked: 2 },
+  });
+  assert.equal(memory.readText(ledgerPath(BACKUP)), ledgerText);
+  assert.equal(ledger.get(a.id)?.id, a.id);
+  assert.deepEqual(told, []);
+
+  const done = await erase(deps, match("contact", "ann@example.org"), false);
+  assert.deepEqual(done, { ...dry, extra: { blocked: 1 } });
+  assert.deepEqual(told, [[{ chat: CHAT, messages: [10, 11, 13, 14] }]]);
+  const ids = [a.id, b.id, "y8", "z9"].sort();
+  assert.deepEqual(seen, [["blocked", ids, true], ["blocked", ids, false]]);
+  assert.deepEqual([...ledger.entries()].map((entry) => entry.id), [c.id]);
+  const text = memory.readText(ledgerPath(BACKUP));
+  for (const trace of [a.id, "z9", "y8", "ann@example.org", "Ann@Example.org", "@ann"]) {
+    assert.ok(!text.includes(trace), trace);
+  }
+  assert.deepEqual(ledger.pendingDeletions(), told[0]);
+  await ledger.close();
+  await outbox.close();
+});
+
+Deno.test("forget while the service runs with the chat ledger: the answer and the log carry the chat counts, and the bot is handed the messages to delete", async () => {
+  const { memory, fs, outbox, a, c } = await files();
+  const ledger: Ledger = await withLedger(memory, a, c);
+  const told: ChatDeletion[][] = [];
+  const { deps, lines } = depsOf(fs, outbox);
+  const service = {
+    ...deps,
+    messagesFile: BACKUP,
+    ledger,
+    onChatDeletions: (deletions: ChatDeletion[]) => void told.push(deletions),
+  };
+  let polls = 0;
+  const sleep = async () => {
+    if (++polls % 2 === 0) await serveForgetRequest(service);
+  };
+  const ask = (id: string, dryRun: boolean) =>
+    askService({ fs, messagesFile: BACKUP, sleep }, { nonce: id, match: match("id", id), dryRun });
+  assert.deepEqual(await ask(c.id, true), {
+    nonce: c.id,
+    ok: true,
+    outcome: { records: 1, pending: 1, chatEntries: 1, chatMessages: 1 },
+  });
+  assert.deepEqual(told, []);
+  assert.deepEqual(await ask(c.id, false), {
+    nonce: c.id,
+    ok: true,
+    outcome: { records: 1, pending: 1, chatEntries: 1, chatMessages: 1 },
+  });
+  assert.deepEqual(told, [[{ chat: CHAT, messages: [12] }]]);
+  assert.equal(ledger.byMessage(CHAT, 12), undefined);
+  assert.deepEqual(lines.at(-1), {
+    event: "forget",
+    by: "id",
+    dry_run: false,
+    records: 1,
+    pending: 1,
+    chatEntries: 1,
+    chatMessages: 1,
+  });
+  await ledger.close();
+  await outbox.close();
+});
+
+Deno.test("a forget answer round-trips the chat counts and the other files' counts", () => {
+  const answer = {
+    nonce: "n",
+    ok: true as const,
+    outcome: { records: 1, pending: 0, chatEntries: 2, chatMessages: 3, extra: { blocked: 4 } },
+  };
+  assert.deepEqual(parseAnswer(encodeAnswer(answer)), answer);
 });

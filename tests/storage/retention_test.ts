@@ -11,6 +11,8 @@ import { rewriteFs } from "./_rewrite_setup.ts";
 import { pathSource, trackFile } from "../../lib/storage/tracked_file.ts";
 import type { LogFields } from "../../lib/log/logger.ts";
 import { idle, latch, MemoryFs } from "../support/memory_fs.ts";
+import { ledgerPath } from "../../lib/common/state_files.ts";
+import { openLedger } from "../../lib/storage/ledger.ts";
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 10, 25, 12);
@@ -258,4 +260,42 @@ Deno.test("a failed retention run is logged under retention_failed and the servi
   await appender.append(record(0, "after"));
   await appender.close();
   assert.equal(memory.readText(PATH), record(100, "old") + record(0, "after"));
+});
+
+Deno.test("retention prunes the chat ledger and the other files with the same cut, each counted in the log; one failing is logged on its own and the others still run", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  memory.writeText(PATH, record(100, "old") + record(1, "new"));
+  const { fs } = rewriteFs(memory);
+  const ledger = await openLedger(ledgerPath(PATH), { fs: memory, log: () => {} });
+  for (const [id, days] of [["old", 100], ["new", 1]] as const) {
+    const ts = new Date(NOW - days * DAY).toISOString().slice(0, 19) + "Z";
+    await ledger.noteSent({ id, ts, chat: 7, messageId: days, first: true, ip: "", contact: "" });
+  }
+  const cuts: Array<[string, number]> = [];
+  const { log, lines } = logger();
+  await applyRetention({
+    appender: { exclusive: (task) => task() },
+    fs,
+    path: PATH,
+    outbox: { compact: () => Promise.resolve() },
+    now: () => NOW,
+    retentionMs: 90 * DAY,
+    log,
+    ledger,
+    extra: [
+      { name: "blocked", prune: (cut) => (cuts.push(["blocked", cut]), Promise.resolve(3)) },
+      { name: "replies", prune: () => Promise.reject(new Error("disk full")) },
+      { name: "none" },
+    ],
+  });
+  assert.deepEqual(cuts, [["blocked", NOW - 90 * DAY]]);
+  assert.deepEqual([...ledger.entries()].map((entry) => entry.id), ["new"]);
+  assert.deepEqual(ledger.pendingDeletions(), []); // retention deletes nothing from the chat
+  assert.deepEqual(lines.map((line) => [line.event, line.file]), [
+    ["retention_failed", "replies"],
+    ["retention", undefined],
+  ]);
+  assert.deepEqual(lines[1], { event: "retention", removed: 1, kept: 1, chat: 1, blocked: 3 });
+  await ledger.close();
 });

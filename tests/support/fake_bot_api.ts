@@ -29,6 +29,87 @@ export interface FakeDelay {
   readonly delayMs: number;
 }
 
+/** A button row layout as the fake keeps it (the Bot API's `InlineKeyboardMarkup`). */
+export interface FakeMarkup {
+  readonly inline_keyboard: readonly (readonly { text: string; callback_data: string }[])[];
+}
+
+/** A message in a chat, as the fake keeps it (key `"<chat id>:<message id>"`). */
+export interface FakeMessage {
+  /** The text (`""` for a message without text, a photo). */
+  text: string;
+  /** Its buttons; `undefined`: none. */
+  replyMarkup: FakeMarkup | undefined;
+  /** The message it replies to (same chat), if any. */
+  readonly replyTo?: number;
+  /** Its forum topic, if any. */
+  readonly topic?: number;
+  /** The user who wrote it (built by an update helper); absent for the bot's own messages. */
+  readonly from?: number;
+}
+
+/** An edit the fake applied (`editMessageText`, `editMessageReplyMarkup`). */
+export interface FakeEdit {
+  readonly method: "editMessageText" | "editMessageReplyMarkup";
+  readonly chatId: number;
+  readonly messageId: number;
+  /** The new text (`editMessageText` only). */
+  readonly text?: string;
+  /** The buttons after the edit; `undefined`: none. */
+  readonly replyMarkup: FakeMarkup | undefined;
+}
+
+/** An `answerCallbackQuery` the fake accepted. */
+export interface FakeToast {
+  readonly queryId: string;
+  readonly text: string;
+}
+
+/** What {@linkcode FakeBotApi.pressUpdate} builds: a press on a button of a message. */
+export interface PressSpec {
+  readonly chatId: number;
+  readonly messageId: number;
+  /** The button's `callback_data` (a forged one is fine). */
+  readonly data: string;
+  /** The presser; default: the chat's id for a private chat, else {@linkcode DEFAULT_USER_ID}. */
+  readonly fromId?: number;
+  /** The presser's `first_name`; default `"Owner"`. */
+  readonly firstName?: string;
+}
+
+/** What {@linkcode FakeBotApi.commandUpdate} builds: a text message (a command) in a chat. */
+export interface CommandSpec {
+  readonly chatId: number;
+  readonly text: string;
+  readonly fromId?: number;
+  readonly firstName?: string;
+  /** The forum topic it is written in. */
+  readonly topicId?: number;
+}
+
+/** What {@linkcode FakeBotApi.replyUpdate} builds: a reply to a message of the chat. */
+export interface ReplySpec {
+  readonly chatId: number;
+  /** The message replied to (its `reply_to_message` is taken from `messages` when known). */
+  readonly replyTo: number;
+  /** The reply's text; `""`: a photo without text. */
+  readonly text: string;
+  readonly fromId?: number;
+  readonly firstName?: string;
+  readonly topicId?: number;
+}
+
+/** The presser or writer of updates built by the helpers, in a group, unless told otherwise. */
+export const DEFAULT_USER_ID = 5_550_001;
+
+/** Telegram's words for a `409` from `getUpdates`, by cause. */
+export const CONFLICT_DESCRIPTIONS = {
+  webhook:
+    "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+  poller:
+    "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+} as const;
+
 /** A running fake; see {@linkcode startFakeBotApi}. */
 export interface FakeBotApi {
   /** Base URL, e.g. `"http://127.0.0.1:41234"`. */
@@ -73,8 +154,45 @@ export interface FakeBotApi {
   readonly chats: Set<number>;
   /** The chat of each of `delivered`. */
   readonly deliveredChats: number[];
-  /** What `getUpdates` returns as its `result`. */
+  /**
+   * The updates not yet confirmed, oldest first: what `getUpdates` answers from. A test may set
+   * it outright (the `chat-id` command reads it without an offset, so nothing is confirmed) or
+   * add to it with {@linkcode FakeBotApi.pushUpdate}. A `getUpdates` with an `offset` drops the
+   * updates before it (confirms them), as Telegram does.
+   */
   updates: unknown[];
+  /**
+   * Adds `update` (without `update_id`: the fake assigns the next one, higher than any before)
+   * and wakes a waiting long poll. Returns the `update_id`.
+   */
+  pushUpdate(update: Record<string, unknown>): number;
+  /** A `callback_query` update; the query id is one `answerCallbackQuery` then accepts (once). */
+  pressUpdate(spec: PressSpec): Record<string, unknown>;
+  /** A `message` update with `text` (a new message of the chat, kept in `messages`). */
+  commandUpdate(spec: CommandSpec): Record<string, unknown>;
+  /** A `message` update replying to `replyTo` (a new message of the chat, kept in `messages`). */
+  replyUpdate(spec: ReplySpec): Record<string, unknown>;
+  /**
+   * `getUpdates` answers `409 Conflict` with Telegram's words while this is set: `"webhook"` (a
+   * webhook is active), `"poller"` (another process polls); `false`: served. A poll still waiting
+   * when another arrives is also ended with the `"poller"` conflict, as Telegram does.
+   */
+  conflict: false | "webhook" | "poller";
+  /** The `offset` of every `getUpdates` received, in order (`undefined`: none given). */
+  readonly polls: (number | undefined)[];
+  /**
+   * Every message of every chat, by `"<chat id>:<message id>"`: the bot's (from `sendMessage`,
+   * edited in place) and the users' (from the update helpers); deleted ones removed.
+   */
+  readonly messages: Map<string, FakeMessage>;
+  /** Edits applied, in order. */
+  readonly edits: FakeEdit[];
+  /** Toasts (`answerCallbackQuery`) accepted, in order. */
+  readonly toasts: FakeToast[];
+  /** Messages deleted (`deleteMessage`), in order. */
+  readonly deletions: { readonly chatId: number; readonly messageId: number }[];
+  /** The administrators' user ids of each group, for `getChatAdministrators`; none by default. */
+  readonly admins: Map<number, number[]>;
   /** `getMe` calls answered aside (see {@linkcode FakeBotApiOptions.scriptGetMe}). */
   readonly getMeCalls: number;
   /** Stops the server, first releasing any hanging requests. */
@@ -98,6 +216,14 @@ export interface FakeBotApiOptions {
    * (an outage and a wrong token still apply to it).
    */
   readonly scriptGetMe?: boolean;
+  /**
+   * `true`: `getUpdates` is like any other method, recorded in `calls` and answered from
+   * `script` (the `chat-id` command's tests). `false`: answered by the fake itself (the service's
+   * long polls: recorded in `polls` only, so they shift nothing a test scripts or counts; an
+   * outage, a wrong token and {@linkcode FakeBotApi.conflict} still apply). Default: as
+   * `scriptGetMe`.
+   */
+  readonly scriptGetUpdates?: boolean;
 }
 
 /**
@@ -202,7 +328,24 @@ export function startCutOffServer(): CutOffServer {
 /** Starts the fake on 127.0.0.1, on a free port. */
 export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
   const hanging = new Set<() => void>();
-  let nextMessageId = 1;
+  /** The next message id of each chat. */
+  const nextIds = new Map<number, number>();
+  const newMessageId = (chatId: number): number => {
+    const id = nextIds.get(chatId) ?? 1;
+    nextIds.set(chatId, id + 1);
+    return id;
+  };
+  /** When each message of `messages` was sent, in Unix seconds. */
+  const dates = new Map<string, number>();
+  /** Query ids issued by pressUpdate and not yet answered. */
+  const queries = new Set<string>();
+  let nextQuery = 1;
+  let lastUpdateId = 0;
+  /** Long polls waiting for an update: each is woken, or ended with a conflict. */
+  const polling = new Set<(how: "wake" | "terminate") => void>();
+  const scriptUpdates = options.scriptGetUpdates ?? options.scriptGetMe === true;
+  const botId = Number(options.token.split(":")[0]) || 1;
+  const botUsername = options.botUsername ?? "contactd_test_bot";
   let closed: Promise<void> | undefined;
   let down: "html" | false = false;
   let floods = 0;
@@ -252,9 +395,10 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     const token = decodeOrRaw(match?.[1] ?? "");
     const method = match?.[2] ?? "";
     const body = await readBody(request);
-    const aside = method === "getMe" && options.scriptGetMe !== true;
-    if (aside) getMeCalls++;
-    else fake.calls.push({ method, token, body });
+    const aside = (method === "getMe" && options.scriptGetMe !== true) ||
+      (method === "getUpdates" && !scriptUpdates);
+    if (method === "getMe" && aside) getMeCalls++;
+    else if (!aside) fake.calls.push({ method, token, body });
 
     if (down === "html") return reply(htmlError(502));
     const scripted = aside ? undefined : fake.script.shift();
@@ -281,13 +425,13 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     switch (method) {
       case "getMe":
         return ok({
-          id: Number(options.token.split(":")[0]) || 1,
+          id: botId,
           is_bot: true,
           first_name: "contactd test",
-          username: options.botUsername ?? "contactd_test_bot",
+          username: botUsername,
         });
       case "getUpdates":
-        return ok(fake.updates);
+        return await getUpdates(body);
       case "getChat":
         return fake.chats.has(Number(body.chat_id))
           ? ok(
@@ -304,6 +448,15 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
           : reply(apiError(400, "Bad Request: chat not found"));
       case "sendMessage":
         return sendMessage(body);
+      case "editMessageText":
+      case "editMessageReplyMarkup":
+        return edit(method, body);
+      case "answerCallbackQuery":
+        return answerCallbackQuery(body);
+      case "deleteMessage":
+        return deleteMessage(body);
+      case "getChatAdministrators":
+        return getChatAdministrators(body);
       default:
         return reply(apiError(404, "Not Found"));
     }
@@ -323,18 +476,241 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     if (topic !== undefined && !(typeof topic === "number" && fake.topics.has(topic))) {
       return reply(apiError(400, "Bad Request: message thread not found"));
     }
-    const limited = floodCheck(Number(body.chat_id));
+    const chatId = Number(body.chat_id);
+    const markup = readMarkup(body.reply_markup);
+    if (markup === "invalid") return reply(apiError(400, "Bad Request: BUTTON_DATA_INVALID"));
+    const replyTo = readReplyTo(chatId, body.reply_parameters);
+    if (replyTo === "invalid") {
+      return reply(apiError(400, "Bad Request: message to be replied not found"));
+    }
+    const limited = floodCheck(chatId);
     if (limited !== undefined) return limited;
     fake.deliveredTopics.push(topic as number | undefined);
-    fake.deliveredChats.push(Number(body.chat_id));
+    fake.deliveredChats.push(chatId);
     fake.delivered.push(text);
     fake.deliveredAt.push(Date.now());
-    return ok({
-      message_id: nextMessageId++,
-      date: Math.floor(Date.now() / 1000),
-      chat: { id: Number(body.chat_id), type: "private" },
+    const messageId = newMessageId(chatId);
+    store(chatId, messageId, {
       text,
+      replyMarkup: markup,
+      ...(replyTo === undefined ? {} : { replyTo }),
+      ...(topic === undefined ? {} : { topic: topic as number }),
     });
+    return ok(messageObject(chatId, messageId, true));
+  };
+
+  const key = (chatId: number, messageId: number) => `${chatId}:${messageId}`;
+
+  const store = (chatId: number, messageId: number, message: FakeMessage) => {
+    fake.messages.set(key(chatId, messageId), message);
+    dates.set(key(chatId, messageId), Math.floor(Date.now() / 1000));
+  };
+
+  /** `reply_parameters`' message id: `undefined` none (or gone, allowed), `"invalid"` refused. */
+  const readReplyTo = (chatId: number, value: unknown): number | undefined | "invalid" => {
+    if (value === undefined) return undefined;
+    if (!isObject(value) || typeof value.message_id !== "number") return "invalid";
+    if (fake.messages.has(key(chatId, value.message_id))) return value.message_id;
+    return value.allow_sending_without_reply === true ? undefined : "invalid";
+  };
+
+  /** A message of `messages` as the Bot API's `Message` (`reply_to_message` one level deep). */
+  const messageObject = (
+    chatId: number,
+    messageId: number,
+    nested: boolean,
+  ): Record<string, unknown> => {
+    const message = fake.messages.get(key(chatId, messageId));
+    const chat = chatId < 0
+      ? { id: chatId, type: "supergroup", title: "contactd test group" }
+      : { id: chatId, type: "private", first_name: "Test" };
+    if (message === undefined) return { message_id: messageId, chat, date: 0 }; // inaccessible
+    const from = message.from === undefined
+      ? { id: botId, is_bot: true, first_name: "contactd test", username: botUsername }
+      : { id: message.from, is_bot: false, first_name: "Owner" };
+    const replied = message.replyTo;
+    return {
+      message_id: messageId,
+      from,
+      chat,
+      date: dates.get(key(chatId, messageId)) ?? 0,
+      ...(message.topic === undefined
+        ? {}
+        : { message_thread_id: message.topic, is_topic_message: true }),
+      ...(message.text === "" && message.from !== undefined
+        ? { photo: [{ file_id: "photo", file_unique_id: "p", width: 1, height: 1 }] }
+        : { text: message.text }),
+      ...(message.replyMarkup === undefined || message.replyMarkup.inline_keyboard.length === 0
+        ? {}
+        : { reply_markup: message.replyMarkup }),
+      ...(replied === undefined || !nested
+        ? {}
+        : { reply_to_message: messageObject(chatId, replied, false) }),
+    };
+  };
+
+  const edit = (
+    method: "editMessageText" | "editMessageReplyMarkup",
+    body: Record<string, unknown>,
+  ): Response => {
+    const chatId = Number(body.chat_id);
+    if (!fake.chats.has(chatId)) return reply(apiError(400, "Bad Request: chat not found"));
+    const messageId = Number(body.message_id);
+    const message = fake.messages.get(key(chatId, messageId));
+    if (message === undefined) {
+      return reply(apiError(400, "Bad Request: message to edit not found"));
+    }
+    if (message.from !== undefined) {
+      return reply(apiError(400, "Bad Request: message can't be edited"));
+    }
+    const markup = readMarkup(body.reply_markup);
+    if (markup === "invalid") return reply(apiError(400, "Bad Request: BUTTON_DATA_INVALID"));
+    let text = message.text;
+    if (method === "editMessageText") {
+      text = typeof body.text === "string" ? body.text : "";
+      if (text.trim() === "") return reply(apiError(400, "Bad Request: message text is empty"));
+      if (text.length > 4096) return reply(apiError(400, "Bad Request: MESSAGE_TOO_LONG"));
+    }
+    if (text === message.text && sameMarkup(markup, message.replyMarkup)) {
+      return reply(apiError(400, NOT_MODIFIED));
+    }
+    const limited = floodCheck(chatId);
+    if (limited !== undefined) return limited;
+    message.text = text;
+    message.replyMarkup = markup;
+    fake.edits.push({
+      method,
+      chatId,
+      messageId,
+      ...(method === "editMessageText" ? { text } : {}),
+      replyMarkup: markup,
+    });
+    return ok(messageObject(chatId, messageId, true));
+  };
+
+  const answerCallbackQuery = (body: Record<string, unknown>): Response => {
+    const queryId = body.callback_query_id;
+    if (typeof queryId !== "string" || !queries.delete(queryId)) {
+      return reply(
+        apiError(
+          400,
+          "Bad Request: query is too old and response timeout expired or query ID is invalid",
+        ),
+      );
+    }
+    const text = typeof body.text === "string" ? body.text : "";
+    if (text.length > 200) return reply(apiError(400, "Bad Request: MESSAGE_TOO_LONG"));
+    fake.toasts.push({ queryId, text });
+    return ok(true);
+  };
+
+  const deleteMessage = (body: Record<string, unknown>): Response => {
+    const chatId = Number(body.chat_id);
+    const messageId = Number(body.message_id);
+    if (!fake.chats.has(chatId)) return reply(apiError(400, "Bad Request: chat not found"));
+    if (!fake.messages.delete(key(chatId, messageId))) {
+      return reply(apiError(400, "Bad Request: message to delete not found"));
+    }
+    fake.deletions.push({ chatId, messageId });
+    return ok(true);
+  };
+
+  const getChatAdministrators = (body: Record<string, unknown>): Response => {
+    const chatId = Number(body.chat_id);
+    if (!fake.chats.has(chatId)) return reply(apiError(400, "Bad Request: chat not found"));
+    if (chatId > 0) {
+      return reply(apiError(400, "Bad Request: there are no administrators in the private chat"));
+    }
+    return ok(
+      (fake.admins.get(chatId) ?? []).map((id, i) => ({
+        status: i === 0 ? "creator" : "administrator",
+        user: { id, is_bot: false, first_name: `Admin ${id}` },
+      })),
+    );
+  };
+
+  /** The pending updates a poll with `body` gets, after confirming those before its offset. */
+  const pendingFor = (body: Record<string, unknown>): unknown[] => {
+    const offset = typeof body.offset === "number" ? body.offset : undefined;
+    if (offset !== undefined) {
+      fake.updates = fake.updates.filter((update) => {
+        const id = updateIdOf(update);
+        return id === undefined || id >= offset;
+      });
+    }
+    const allowed = Array.isArray(body.allowed_updates) && body.allowed_updates.length > 0
+      ? new Set(body.allowed_updates)
+      : undefined;
+    const limit = typeof body.limit === "number" && body.limit >= 1 ? body.limit : 100;
+    const pending = fake.updates.filter((update) =>
+      allowed === undefined || !isObject(update) ||
+      Object.keys(update).some((type) => type !== "update_id" && allowed.has(type))
+    ).slice(0, limit);
+    if (offset !== undefined) {
+      // Junk without an update_id cannot be confirmed: it is answered once, then gone.
+      fake.updates = fake.updates.filter((update) =>
+        updateIdOf(update) !== undefined || !pending.includes(update)
+      );
+    }
+    return pending;
+  };
+
+  const getUpdates = async (body: Record<string, unknown>) => {
+    fake.polls.push(typeof body.offset === "number" ? body.offset : undefined);
+    // A new poll ends the one still waiting, as Telegram does.
+    for (const waiting of polling) waiting("terminate");
+    if (fake.conflict !== false) {
+      return reply(apiError(409, CONFLICT_DESCRIPTIONS[fake.conflict]));
+    }
+    const timeoutS = typeof body.timeout === "number" && body.timeout > 0 ? body.timeout : 0;
+    const deadline = Date.now() + timeoutS * 1000;
+    let pending = pendingFor(body);
+    while (pending.length === 0 && Date.now() < deadline) {
+      const how = await new Promise<"wake" | "terminate" | "done">((resolve) => {
+        const done = (how: "wake" | "terminate" | "done") => {
+          clearTimeout(timer);
+          polling.delete(wake);
+          hanging.delete(release);
+          resolve(how);
+        };
+        const wake = (how: "wake" | "terminate") => done(how);
+        const release = () => done("done");
+        const timer = setTimeout(release, deadline - Date.now());
+        polling.add(wake);
+        hanging.add(release);
+      });
+      if (how === "terminate") return reply(apiError(409, CONFLICT_DESCRIPTIONS.poller));
+      if (how === "done" && fake.conflict !== false) {
+        return reply(apiError(409, CONFLICT_DESCRIPTIONS[fake.conflict]));
+      }
+      pending = pendingFor(body);
+      if (how === "done") break;
+    }
+    return ok(pending);
+  };
+
+  const userOf = (chatId: number, fromId: number | undefined) =>
+    fromId ?? (chatId > 0 ? chatId : DEFAULT_USER_ID);
+
+  const userMessage = (
+    spec: { chatId: number; text: string; fromId?: number; firstName?: string; topicId?: number },
+    replyTo: number | undefined,
+  ): Record<string, unknown> => {
+    const from = userOf(spec.chatId, spec.fromId);
+    const messageId = newMessageId(spec.chatId);
+    store(spec.chatId, messageId, {
+      text: spec.text,
+      replyMarkup: undefined,
+      from,
+      ...(replyTo === undefined ? {} : { replyTo }),
+      ...(spec.topicId === undefined ? {} : { topic: spec.topicId }),
+    });
+    const message = messageObject(spec.chatId, messageId, true);
+    message.from = { id: from, is_bot: false, first_name: spec.firstName ?? "Owner" };
+    if (replyTo !== undefined && message.reply_to_message === undefined) {
+      message.reply_to_message = messageObject(spec.chatId, replyTo, false);
+    }
+    return { message };
   };
 
   let server: Deno.HttpServer<Deno.NetAddr> | undefined = Deno.serve(
@@ -367,6 +743,42 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     chats: new Set([options.chatId]),
     deliveredChats: [],
     updates: [],
+    pushUpdate(update) {
+      for (const pending of fake.updates) {
+        lastUpdateId = Math.max(lastUpdateId, updateIdOf(pending) ?? 0);
+      }
+      const updateId = ++lastUpdateId;
+      fake.updates.push({ update_id: updateId, ...update });
+      for (const waiting of polling) waiting("wake");
+      return updateId;
+    },
+    pressUpdate(spec) {
+      const queryId = `${botId}${String(nextQuery++).padStart(6, "0")}`;
+      queries.add(queryId);
+      const from = userOf(spec.chatId, spec.fromId);
+      return {
+        callback_query: {
+          id: queryId,
+          from: { id: from, is_bot: false, first_name: spec.firstName ?? "Owner" },
+          message: messageObject(spec.chatId, spec.messageId, false),
+          chat_instance: `ci${spec.chatId}`,
+          data: spec.data,
+        },
+      };
+    },
+    commandUpdate(spec) {
+      return userMessage(spec, undefined);
+    },
+    replyUpdate(spec) {
+      return userMessage(spec, spec.replyTo);
+    },
+    conflict: false,
+    polls: [],
+    messages: new Map(),
+    edits: [],
+    toasts: [],
+    deletions: [],
+    admins: new Map(),
     async outage(mode) {
       down = mode === "html" ? "html" : false;
       if (mode === "refuse") await stop();
@@ -380,6 +792,49 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     },
   };
   return fake;
+}
+
+/** Telegram's words for an edit that changes nothing. */
+const NOT_MODIFIED =
+  "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message";
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function updateIdOf(update: unknown): number | undefined {
+  return isObject(update) && typeof update.update_id === "number" ? update.update_id : undefined;
+}
+
+/**
+ * `reply_markup` as an inline keyboard: `undefined` when absent (or an empty keyboard),
+ * `"invalid"` when it is not rows of `{text, callback_data}` with `callback_data` of 1 to 64
+ * bytes, as Telegram refuses.
+ */
+function readMarkup(value: unknown): FakeMarkup | undefined | "invalid" {
+  if (value === undefined) return undefined;
+  if (!isObject(value) || !Array.isArray(value.inline_keyboard)) return "invalid";
+  const rows: { text: string; callback_data: string }[][] = [];
+  for (const row of value.inline_keyboard) {
+    if (!Array.isArray(row)) return "invalid";
+    const buttons: { text: string; callback_data: string }[] = [];
+    for (const button of row) {
+      if (!isObject(button) || typeof button.text !== "string" || button.text === "") {
+        return "invalid";
+      }
+      const data = button.callback_data;
+      if (typeof data !== "string") return "invalid";
+      const bytes = new TextEncoder().encode(data).length;
+      if (bytes < 1 || bytes > 64) return "invalid";
+      buttons.push({ text: button.text, callback_data: data });
+    }
+    if (buttons.length > 0) rows.push(buttons);
+  }
+  return rows.length === 0 ? undefined : { inline_keyboard: rows };
+}
+
+function sameMarkup(a: FakeMarkup | undefined, b: FakeMarkup | undefined): boolean {
+  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 }
 
 function ok(result: unknown): Response {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { outageDelayMs, RETRY_CAP_MS, retryDelayMs } from "../../lib/delivery/retry_schedule.ts";
+import { outageDelayMs, RETRY_CAP_MS, retryDelayMs } from "../../lib/common/retry_schedule.ts";
 
 Deno.test("retryDelayMs doubles from a second to a cap of ten minutes", () => {
   const top = () => 0.999999;

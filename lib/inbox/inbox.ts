@@ -1,0 +1,304 @@
+/**
+ * The owner's inbox in the chat: what each update read by long polling (lib/inbox/poller.ts)
+ * does. A press on a notification's button moves its state (lib/inbox/actions.ts), blocks or
+ * unblocks its sender, edits the notification and answers with a toast; `/status` and `/pending`
+ * are answered in the chat they were asked in; a reply to a notification goes to the reply desk
+ * (email to the sender, lib/inbox/reply_desk.ts). Only the chats contactd notifies count, and a
+ * press or reply only on the very message contactd sent for that submission (the chat ledger).
+ * Every Bot API call goes through the delivery queue's pacer (the {@linkcode ChatApi} the service
+ * builds). Logs name actions with submission ids only.
+ *
+ * @module
+ */
+import {
+  keyboardFor,
+  type MessageState,
+  parseCallbackData,
+  stateLine,
+  withStateLine,
+} from "../bot/keyboard.ts";
+import type { ChatEvent, CommandEvent, PressEvent, ReplyEvent, Sender } from "../bot/updates.ts";
+import { type BotApiResult, isNotModified } from "../bot/api.ts";
+import type { ChatActionsBy } from "../config/config.ts";
+import type { Logger } from "../log/logger.ts";
+import {
+  type ActedOn,
+  checkOrigin,
+  decidePress,
+  REFUSAL_TOASTS,
+  type RefusalReason,
+} from "./actions.ts";
+import { type PendingItem, pendingText, type StatusReport, statusText } from "./status_text.ts";
+
+/** The Bot API calls the inbox makes, each paced by the delivery queue. */
+export interface ChatApi {
+  /** Edits a notification: its text (when known) and its buttons. */
+  edit(
+    chat: number,
+    messageId: number,
+    text: string | undefined,
+    markup: unknown,
+  ): Promise<BotApiResult>;
+  /** Answers a press (`answerCallbackQuery`) with a short toast. */
+  toast(queryId: string, text: string): Promise<BotApiResult>;
+  /** Says `text` in `chat` (in its topic), as a reply to `replyTo`. */
+  say(
+    chat: number,
+    text: string,
+    at: { topicId?: number; replyTo?: number },
+  ): Promise<BotApiResult>;
+  /** Whether `user` is an administrator of `chat` (`getChatAdministrators`, cached). */
+  isAdmin(chat: number, user: number): Promise<boolean>;
+}
+
+/** What the inbox needs of the chat ledger (lib/storage/ledger.ts). */
+export interface InboxLedger {
+  get(
+    id: string,
+  ):
+    | (ActedOn & {
+      readonly ip: string;
+      readonly contact: string;
+      /** Who set the state last, and when (`formatUtc`); absent while nobody did. */
+      readonly byName?: string | undefined;
+      readonly at?: string | undefined;
+    })
+    | undefined;
+  byMessage(chat: number, messageId: number): (ActedOn & { readonly ts: string }) | undefined;
+  setState(id: string, state: MessageState, by: Sender, at: string): Promise<void>;
+}
+
+/** What the inbox needs of the block list (lib/spam/). */
+export interface InboxBlocks {
+  /** Blocks the sender of submission `entry`; resolves with the blocks made (0 to 2). */
+  block(
+    entry: { readonly id: string; readonly ip: string; readonly contact: string },
+    by: number,
+  ): Promise<number>;
+  /** Lifts the blocks submission `id` made; resolves with how many. */
+  lift(id: string): Promise<number>;
+  /** `SPAM_BLOCK_FOR` as people say it (`30 days`), for the toast. */
+  readonly period: string;
+}
+
+/** A reply to a notification, for the reply desk. */
+export interface ReplyRequest {
+  readonly event: ReplyEvent;
+  /** The submission it answers. */
+  readonly submission: string;
+}
+
+/** What the inbox works with. */
+export interface InboxDeps {
+  readonly api: ChatApi;
+  readonly ledger: InboxLedger;
+  /** Absent: Spam changes the state only (it cannot happen: the service always has one). */
+  readonly blocks?: InboxBlocks;
+  /** The chats contactd notifies (the default form's and every form's): commands count there. */
+  readonly chats: ReadonlySet<number>;
+  /** `CHAT_ACTIONS_BY`. */
+  readonly by: ChatActionsBy;
+  /** `/status`'s report, now. */
+  readonly status: () => StatusReport;
+  /** `/pending`'s items, now. */
+  readonly pending: () => readonly PendingItem[];
+  /**
+   * Takes a reply to a notification (lib/inbox/reply_desk.ts): resolves with the answer to give
+   * at once (why nothing is sent), or `undefined` when it was taken (its outcome is answered
+   * later).
+   */
+  readonly reply?: (request: ReplyRequest) => Promise<string | undefined>;
+  /** The wall clock (ms since the epoch), for the state line's time. */
+  readonly now: () => number;
+  readonly log: Logger;
+}
+
+/** What a reply to a notification gets when replies by email are off (`SMTP_URL` unset). */
+export const NO_REPLIES =
+  "Replies by email are off: set SMTP_URL (and REPLY_FROM) to answer senders from here.";
+
+/** What a reply to a message of the bot that is no notification gets. */
+export const NOT_A_NOTIFICATION =
+  "This is not a notification: reply to a notification to email its sender.";
+
+/** The chat actions; see the module documentation. */
+export class Inbox {
+  readonly #deps: InboxDeps;
+
+  /** An inbox over `deps`. */
+  constructor(deps: InboxDeps) {
+    this.#deps = deps;
+  }
+
+  /** Handles one update. Resolves once its state is written and its answers are made. */
+  async handle(event: ChatEvent): Promise<void> {
+    switch (event.kind) {
+      case "press":
+        return await this.#press(event);
+      case "command":
+        return await this.#command(event);
+      case "reply":
+        return await this.#reply(event);
+      case "other":
+        return; // other text and updates are ignored
+    }
+  }
+
+  async #press(event: PressEvent): Promise<void> {
+    const { api, ledger, log } = this.#deps;
+    const data = parseCallbackData(event.data);
+    if (data === undefined) return await this.#refuse(event, "forged");
+    const entry = ledger.get(data.id);
+    const decision = decidePress(event, data.action, entry);
+    if (decision.kind === "refuse") return await this.#refuse(event, decision.reason, data.id);
+    if (!(await this.#mayAct(event.chatId, event.from))) {
+      return await this.#refuse(event, "not_admin", data.id);
+    }
+    const id = decision.id;
+    const now = formatUtc(this.#deps.now());
+    const blocks = this.#deps.blocks;
+    let state: MessageState;
+    let toast: string;
+    // Who set the state, and when, as the state line says it.
+    let by = event.from.name;
+    let at = now;
+    if (decision.kind === "same") {
+      state = decision.state;
+      toast = `Already ${STATE_NAMES[state]}.`;
+      // Made again (both are idempotent): an earlier press whose block or lift failed after its
+      // state was written is completed by pressing again.
+      if (state === "spam" && entry !== undefined) await blocks?.block(entry, event.from.id);
+      if (state === "open" && data.action === "not_spam") await blocks?.lift(id);
+      by = entry?.byName ?? by;
+      at = entry?.at ?? at;
+    } else {
+      const { transition } = decision;
+      state = transition.to;
+      toast = transition.toast;
+      // The effect before the state: a failure leaves the state as it was, and the press can be
+      // repeated. The block list logs `blocked` and `unblocked` (kinds of block, never keys).
+      if (transition.effect === "block" && entry !== undefined && blocks !== undefined) {
+        await blocks.block(entry, event.from.id);
+        toast = `${toast} for ${blocks.period}.`;
+      } else if (transition.effect === "unblock" && blocks !== undefined) {
+        await blocks.lift(id);
+      }
+      await ledger.setState(id, state, event.from, now);
+      log("info", { event: transition.event, id, update_id: event.updateId });
+    }
+    await this.#answer(api.toast(event.queryId, toast), "toast", id);
+    // A state line only once the owner acted: a notification's own last line is never taken for
+    // one (a sender may end a message with what looks like a state line).
+    const text = event.text === undefined
+      ? undefined
+      : withStateLine(event.text, stateLine(state, by, at), entry?.at !== undefined);
+    const edited = await api.edit(event.chatId, event.messageId, text, keyboardFor(state, id));
+    if (!edited.ok && !isNotModified(edited)) {
+      log("warn", { event: "action_edit_failed", id, error: edited.error });
+    }
+  }
+
+  async #command(event: CommandEvent): Promise<void> {
+    const { api, log } = this.#deps;
+    if (!this.#deps.chats.has(event.chatId)) {
+      // Not the owner's chat: no answer to a stranger, one tallied line.
+      log("info", { event: "action_refused", result: "wrong_chat", update_id: event.updateId });
+      return;
+    }
+    if (!(await this.#mayAct(event.chatId, event.from))) {
+      log("info", { event: "action_refused", result: "not_admin", update_id: event.updateId });
+      return;
+    }
+    const text = event.command === "status"
+      ? statusText(this.#deps.status())
+      : pendingText(this.#deps.pending());
+    log("info", { event: "command_answered", command: event.command });
+    await this.#answer(
+      api.say(event.chatId, text, { ...topic(event), replyTo: event.messageId }),
+      "command_answer",
+    );
+  }
+
+  async #reply(event: ReplyEvent): Promise<void> {
+    const { api, ledger, log } = this.#deps;
+    const entry = ledger.byMessage(event.chatId, event.replyTo);
+    const refusal = checkOrigin(
+      { chatId: event.chatId, messageId: event.replyTo },
+      entry,
+      "any_part",
+    );
+    const at = { ...topic(event), replyTo: event.messageId };
+    if (refusal !== undefined || entry === undefined) {
+      // Only a reply to the bot's own message is answered: people reply to each other in groups.
+      if (!event.replyToBot) return;
+      log("info", {
+        event: "action_refused",
+        result: "not_notification",
+        update_id: event.updateId,
+      });
+      await this.#answer(api.say(event.chatId, NOT_A_NOTIFICATION, at), "reply_answer");
+      return;
+    }
+    if (!(await this.#mayAct(event.chatId, event.from))) {
+      log("info", { event: "action_refused", result: "not_admin", id: entry.id });
+      await this.#answer(
+        api.say(event.chatId, REFUSAL_TOASTS.not_admin, at),
+        "reply_answer",
+        entry.id,
+      );
+      return;
+    }
+    const answer = this.#deps.reply === undefined
+      ? NO_REPLIES
+      : await this.#deps.reply({ event, submission: entry.id });
+    if (answer === undefined) return;
+    await this.#answer(api.say(event.chatId, answer, at), "reply_answer", entry.id);
+  }
+
+  /** `CHAT_ACTIONS_BY=admins` in a group: only its administrators act. */
+  async #mayAct(chat: number, from: Sender): Promise<boolean> {
+    if (this.#deps.by === "members" || chat > 0) return true;
+    return await this.#deps.api.isAdmin(chat, from.id);
+  }
+
+  /** A refused press: a toast saying why, and one tallied line. */
+  async #refuse(event: PressEvent, reason: RefusalReason, id?: string): Promise<void> {
+    this.#deps.log("info", {
+      event: "action_refused",
+      result: reason,
+      update_id: event.updateId,
+      ...(id === undefined ? {} : { id }),
+    });
+    await this.#answer(this.#deps.api.toast(event.queryId, REFUSAL_TOASTS[reason]), "toast", id);
+  }
+
+  /** Waits for an answer's call; a failure is logged (`chat_answer_failed`), never thrown. */
+  async #answer(call: Promise<BotApiResult>, what: string, id?: string): Promise<void> {
+    const result = await call;
+    if (!result.ok) {
+      this.#deps.log("warn", {
+        event: "chat_answer_failed",
+        what,
+        error: result.error,
+        ...(id === undefined ? {} : { id }),
+      });
+    }
+  }
+}
+
+/** How each state is named in a repeated press's toast. */
+const STATE_NAMES: Readonly<Record<MessageState, string>> = {
+  open: "open",
+  handled: "marked as handled",
+  spam: "marked as spam",
+};
+
+/** The topic of an update, to answer in it. */
+function topic(event: { readonly topicId?: number }): { topicId?: number } {
+  return event.topicId === undefined ? {} : { topicId: event.topicId };
+}
+
+/** `2026-11-25 18:40 UTC`. */
+export function formatUtc(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}

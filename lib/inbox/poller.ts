@@ -1,0 +1,207 @@
+/**
+ * Reading the chat's updates by long polling (`getUpdates`), so contactd needs no inbound port
+ * and no public URL. The poll's health is a small state machine with named transitions
+ * (polling, failing with back-off, in conflict with a webhook or another poller); the loop
+ * around it handles one update at a time and confirms it (the offset file) only once it is
+ * handled, so a restart neither loses an update nor repeats one that was handled (handling is
+ * idempotent for the window between the two).
+ *
+ * @module
+ */
+import type { BotApiResult } from "../bot/api.ts";
+import { describeError, type LogFields, type Logger } from "../log/logger.ts";
+
+/** The long poll's own limit, in seconds: Telegram holds the request this long when idle. */
+export const LONG_POLL_S = 25;
+
+/** How often a poll in conflict is tried again. */
+export const CONFLICT_RETRY_MS = 30_000;
+
+/** The longest back-off between failed polls. */
+export const POLL_RETRY_CAP_MS = 60_000;
+
+/** The poll's health. */
+export type PollHealth =
+  | { readonly state: "polling" }
+  | { readonly state: "failing"; readonly failures: number }
+  | { readonly state: "conflict"; readonly cause: "webhook" | "poller" };
+
+/** The health at start. */
+export const POLLING: PollHealth = { state: "polling" };
+
+/** What a transition decided: the next health, how long to wait, and the line to log, if any. */
+export interface PollStep {
+  readonly health: PollHealth;
+  readonly waitMs: number;
+  readonly log?: { readonly level: "info" | "warn" | "error"; readonly fields: LogFields };
+}
+
+/** A poll answered: back to polling at once, saying so when it had been failing. */
+export function afterPoll(health: PollHealth): PollStep {
+  if (health.state === "polling") return { health, waitMs: 0 };
+  return {
+    health: POLLING,
+    waitMs: 0,
+    log: { level: "info", fields: { event: "updates_resumed", after: health.state } },
+  };
+}
+
+/**
+ * A poll failed. `409 Conflict` (a webhook is set, or another process polls this bot) is said
+ * once with its fix and tried again every {@linkcode CONFLICT_RETRY_MS}; anything else backs
+ * off exponentially (1 s, 2 s, … {@linkcode POLL_RETRY_CAP_MS}) with jitter, said at the first
+ * failure and then every tenth.
+ */
+export function afterPollFailure(
+  health: PollHealth,
+  result: BotApiResult & { ok: false },
+  random: () => number,
+): PollStep {
+  if (result.errorCode === 409) {
+    const cause = /webhook/i.test(result.error) ? "webhook" : "poller";
+    const same = health.state === "conflict" && health.cause === cause;
+    return {
+      health: { state: "conflict", cause },
+      waitMs: CONFLICT_RETRY_MS,
+      ...(same ? {} : {
+        log: {
+          level: "error",
+          fields: {
+            event: "updates_conflict",
+            error: result.error,
+            hint: cause === "webhook"
+              ? "a webhook is set for this bot: remove it (curl https://api.telegram.org/bot<token>/deleteWebhook); buttons, commands and replies wait until then, notifications still go out"
+              : "another process reads this bot's updates (a second contactd, or another program with the same token): stop it; buttons, commands and replies wait until then, notifications still go out",
+          },
+        },
+      }),
+    };
+  }
+  const failures = health.state === "failing" ? health.failures + 1 : 1;
+  const base = Math.min(POLL_RETRY_CAP_MS, 1000 * 2 ** Math.min(failures - 1, 16));
+  const waitMs = Math.round(base / 2 + (random() * base) / 2);
+  return {
+    health: { state: "failing", failures },
+    waitMs,
+    ...(failures === 1 || failures % 10 === 0
+      ? {
+        log: {
+          level: "warn",
+          fields: {
+            event: "updates_failed",
+            error: result.error,
+            failures,
+            retry_in_s: Math.ceil(waitMs / 1000),
+          },
+        },
+      }
+      : {}),
+  };
+}
+
+/** Where the offset is kept between runs (`MESSAGES_FILE.updates`). */
+export interface OffsetStore {
+  /** The next update id to ask for; `undefined` when none was kept. */
+  load(): Promise<number | undefined>;
+  save(offset: number): Promise<void>;
+}
+
+/** What the poller works with; `U` is an update as `parse` reads it. */
+export interface PollerDeps<U extends { readonly updateId: number }> {
+  /** One `getUpdates` from `offset` (lib/bot/api.ts), ended at once by `signal`. */
+  readonly poll: (offset: number | undefined, signal: AbortSignal) => Promise<BotApiResult>;
+  /** Splits a poll's result into update ids and what the handler needs (lib/bot/updates.ts). */
+  readonly parse: (result: unknown) => readonly U[];
+  /** Handles one update; a throw is logged (`update_failed`) and the update counts as handled. */
+  readonly handle: (update: U) => Promise<void>;
+  readonly offsets: OffsetStore;
+  /** Waits `ms`, or less when `signal` aborts. */
+  readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  readonly random: () => number;
+  readonly log: Logger;
+}
+
+/** The long-poll loop: {@linkcode UpdatePoller.start}, then {@linkcode UpdatePoller.close}. */
+export class UpdatePoller<U extends { readonly updateId: number }> {
+  readonly #deps: PollerDeps<U>;
+  readonly #stop = new AbortController();
+  #loop: Promise<void> | undefined;
+  #health: PollHealth = POLLING;
+
+  /** A poller over `deps`. */
+  constructor(deps: PollerDeps<U>) {
+    this.#deps = deps;
+  }
+
+  /** The poll's health now (for `/status` and the tests). */
+  get health(): PollHealth {
+    return this.#health;
+  }
+
+  /** Starts polling. */
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Ends the long poll at once, and waits for an update being handled. Never rejects. */
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    const { offsets, log } = this.#deps;
+    const signal = this.#stop.signal;
+    let offset: number | undefined;
+    try {
+      offset = await offsets.load();
+    } catch (error) {
+      // Telegram keeps what is unconfirmed: starting without an offset only repeats handled ones.
+      log("error", { event: "updates_offset_read_failed", error: describeError(error) });
+    }
+    while (!signal.aborted) {
+      let result: BotApiResult;
+      try {
+        result = await this.#deps.poll(offset, signal);
+      } catch (error) {
+        result = { ok: false, error: describeError(error) };
+      }
+      if (signal.aborted) break;
+      const step = result.ok
+        ? afterPoll(this.#health)
+        : afterPollFailure(this.#health, result, this.#deps.random);
+      this.#health = step.health;
+      if (step.log !== undefined) log(step.log.level, step.log.fields);
+      if (!result.ok) {
+        await this.#deps.sleep(step.waitMs, signal).catch(() => {});
+        continue;
+      }
+      let updates: readonly U[] = [];
+      try {
+        updates = this.#deps.parse(result.result);
+      } catch (error) {
+        log("error", { event: "update_failed", error: describeError(error) });
+      }
+      for (const update of updates) {
+        if (offset !== undefined && update.updateId < offset) continue; // handled before
+        try {
+          await this.#deps.handle(update);
+        } catch (error) {
+          log("error", {
+            event: "update_failed",
+            update_id: update.updateId,
+            error: describeError(error),
+          });
+        }
+        offset = update.updateId + 1;
+        try {
+          await offsets.save(offset);
+        } catch (error) {
+          // Confirmed to Telegram by the next poll all the same; only a restart may repeat it.
+          log("error", { event: "updates_offset_write_failed", error: describeError(error) });
+        }
+        if (signal.aborted) break;
+      }
+    }
+  }
+}

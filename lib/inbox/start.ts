@@ -1,0 +1,171 @@
+/**
+ * The chat inbox assembled: the paced Bot API calls, the inbox's rules, and the long-poll loop
+ * with its offset file, over the service's ledger, block list and queue. The service starts it
+ * when `CHAT_ACTIONS=1` and the bot is configured, and closes it first on a stop (the long poll
+ * ends at once).
+ *
+ * @module
+ */
+import { type BotApiOptions, getUpdates } from "../bot/api.ts";
+import { ALLOWED_UPDATES, parseUpdates } from "../bot/updates.ts";
+import type { ChatActionsBy } from "../config/config.ts";
+import type { DeliveryClock, DeliveryQueue } from "../delivery/queue.ts";
+import type { Logger } from "../log/logger.ts";
+import type { BlockStore } from "../spam/block_file.ts";
+import type { StorageFs } from "../storage/file_system.ts";
+import type { Ledger } from "../storage/ledger.ts";
+import { pacedChatApi } from "./chat_api.ts";
+import { Inbox } from "./inbox.ts";
+import { offsetFile } from "./offset_file.ts";
+import { LONG_POLL_S, UpdatePoller } from "./poller.ts";
+import type { PendingItem, StatusReport } from "./status_text.ts";
+import type { ReplySettings } from "../mail/message.ts";
+import type { ReplyLimit } from "../mail/reply_limit.ts";
+import { type MailTransport, startReplySender } from "../mail/reply_sender.ts";
+import type { ReplyStore } from "../mail/reply_store.ts";
+import type { StoredRecord } from "../storage/records.ts";
+import { outcomeText, replyDesk } from "./reply_desk.ts";
+
+/** What {@linkcode startChatInbox} works with. */
+export interface ChatInboxDeps {
+  /** The Bot API, token included. */
+  readonly api: BotApiOptions;
+  readonly queue: Pick<DeliveryQueue, "call">;
+  readonly ledger: Ledger;
+  readonly blocks: Pick<BlockStore, "block" | "lift">;
+  /** `SPAM_BLOCK_FOR`. */
+  readonly spamBlockMs: number;
+  /** The chats contactd notifies. */
+  readonly chats: ReadonlySet<number>;
+  readonly by: ChatActionsBy;
+  /** The bot's username (`getMe`), so `/status@<bot>` counts; `undefined` when unknown. */
+  readonly botUsername: string | undefined;
+  readonly status: () => StatusReport;
+  readonly pending: () => readonly PendingItem[];
+  /** Replies by email (`SMTP_URL`); absent: replies by email are off. */
+  readonly mail?: InboxMail;
+  readonly messagesFile: string;
+  readonly fs: StorageFs;
+  readonly clock: DeliveryClock;
+  readonly random: () => number;
+  readonly log: Logger;
+}
+
+/** What replies by email work with (lib/mail/, lib/inbox/reply_desk.ts). */
+export interface InboxMail {
+  readonly store: ReplyStore;
+  readonly transport: MailTransport;
+  readonly settings: ReplySettings;
+  /** `REPLY_LIMIT`. */
+  readonly limit: ReplyLimit;
+  /** `DELIVERY_MAX_AGE`: a reply not sent by then is given up. */
+  readonly maxAgeMs: number;
+  /** The backup record of a submission. */
+  readonly findRecord: (id: string) => Promise<StoredRecord | undefined>;
+  /** A form's title; `undefined` for the default form. */
+  readonly formTitle: (form: string | undefined) => string | undefined;
+}
+
+/** A running chat inbox. */
+export interface RunningInbox {
+  /** Ends the long poll at once and waits for an update being handled. Never rejects. */
+  close(): Promise<void>;
+}
+
+/** Starts reading the chat's updates and acting on them. */
+export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
+  const { api, clock, log, blocks, spamBlockMs } = deps;
+  const chatApi = pacedChatApi({
+    api,
+    call: (chat, fn) => deps.queue.call(chat, fn),
+    now: clock.now,
+  });
+  const { mail } = deps;
+  // The reply sender answers each outcome on the owner's reply, paced like every call.
+  const sender = mail === undefined ? undefined : startReplySender({
+    store: mail.store,
+    transport: mail.transport,
+    settings: mail.settings,
+    clock,
+    random: deps.random,
+    maxAgeMs: mail.maxAgeMs,
+    log,
+    onOutcome: (reply, outcome) =>
+      void chatApi.say(reply.chat, outcomeText(outcome), {
+        ...(reply.topic === undefined ? {} : { topicId: reply.topic }),
+        replyTo: reply.message,
+      }).then((result) => {
+        if (!result.ok) {
+          log("warn", { event: "chat_answer_failed", what: "reply_outcome", error: result.error });
+        }
+      }),
+  });
+  const desk = mail === undefined || sender === undefined ? undefined : replyDesk({
+    store: mail.store,
+    wake: () => sender.wake(),
+    findRecord: mail.findRecord,
+    from: mail.settings.from,
+    formTitle: mail.formTitle,
+    limit: mail.limit,
+    now: clock.wallNow,
+    log,
+  });
+  const inbox = new Inbox({
+    api: chatApi,
+    ledger: deps.ledger,
+    blocks: {
+      block: async (entry, by) => (await blocks.block(entry, spamBlockMs, by)).length,
+      lift: async (id) => (await blocks.lift(id)).length,
+      period: formatPeriod(spamBlockMs),
+    },
+    chats: deps.chats,
+    by: deps.by,
+    status: deps.status,
+    pending: deps.pending,
+    ...(desk === undefined ? {} : { reply: desk }),
+    now: clock.wallNow,
+    log,
+  });
+  const poller = new UpdatePoller({
+    async poll(offset, signal) {
+      const result = await getUpdates({ ...api, signal }, {
+        offset,
+        timeoutS: LONG_POLL_S,
+        allowedUpdates: ALLOWED_UPDATES,
+      });
+      return result.ok ? { ok: true, result: result.updates } : result;
+    },
+    parse: (result) => parseUpdates(result, deps.botUsername),
+    handle: (event) => inbox.handle(event),
+    offsets: offsetFile(deps.messagesFile, deps.fs, log),
+    sleep: (ms, signal) =>
+      new Promise<void>((resolve) => {
+        if (signal.aborted) return resolve();
+        const timer = clock.setTimer(done, ms);
+        function done() {
+          clock.clearTimer(timer);
+          signal.removeEventListener("abort", done);
+          resolve();
+        }
+        signal.addEventListener("abort", done, { once: true });
+      }),
+    random: deps.random,
+    log,
+  });
+  poller.start();
+  log("info", { event: "chat_actions_started", chats: deps.chats.size, by: deps.by });
+  return {
+    async close() {
+      await poller.close();
+      await sender?.close();
+    },
+  };
+}
+
+/** A duration as the toast says it: `30 days`, `12 hours`, `90 minutes`. */
+export function formatPeriod(ms: number): string {
+  const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? "" : "s"}`;
+  if (ms % 86_400_000 === 0) return plural(ms / 86_400_000, "day");
+  if (ms % 3_600_000 === 0) return plural(ms / 3_600_000, "hour");
+  return plural(Math.round(ms / 60_000), "minute");
+}

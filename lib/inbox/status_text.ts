@@ -1,0 +1,86 @@
+/**
+ * The answers to `/status` and `/pending` in the owner's chat: delivery's state, what waits and
+ * how old it is, and the last 24 hours' counts. Ids and ages only: no personal data.
+ *
+ * @module
+ */
+import type { DeliveryStatus } from "../delivery/health.ts";
+
+/** What `/status` reports. */
+export interface StatusReport {
+  /** The queue's health (lib/delivery/health.ts). */
+  readonly delivery: DeliveryStatus;
+  /** Submissions not yet in the chat. */
+  readonly pending: number;
+  /** The oldest of them, in ms; `undefined` when none waits. */
+  readonly oldestMs: number | undefined;
+  /** Replies by email waiting (`undefined`: replies by email are off). */
+  readonly replies: number | undefined;
+  /** The last 24 hours. */
+  readonly delivered: number;
+  readonly heldSpam: number;
+  readonly rateLimited: number;
+}
+
+/** One line of `/pending`. */
+export interface PendingItem {
+  readonly kind: "message" | "reply";
+  /** The submission's id (a reply: the submission it answers). */
+  readonly id: string;
+  readonly ageMs: number;
+  /** Failed attempts so far. */
+  readonly attempts: number;
+}
+
+/** At most this many items are listed by `/pending`; the rest are counted. */
+export const PENDING_LISTED = 30;
+
+/** An age as people say it: `45 s`, `12 min`, `3 h`, `2 d`. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 172_800) return `${Math.floor(s / 3600)} h`;
+  return `${Math.floor(s / 86_400)} d`;
+}
+
+/** A duration as people say it, rounded up: `45 s`, `12 min`, `3 h`, `2 d`. */
+export function formatPeriodShort(ms: number): string {
+  const s = Math.max(1, Math.ceil(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.ceil(s / 60)} min`;
+  if (s < 172_800) return `${Math.ceil(s / 3600)} h`;
+  return `${Math.ceil(s / 86_400)} d`;
+}
+
+/** The answer to `/status`. */
+export function statusText(report: StatusReport): string {
+  const { delivery } = report;
+  const state = delivery.state === "ok"
+    ? "✅ Delivery: ok"
+    : delivery.state === "outage"
+    ? "⚠️ Delivery: the Bot API is failing, retrying with back-off"
+    : `⛔ Delivery: paused (${delivery.reason ?? "settings"})`;
+  const pending = report.pending === 0
+    ? "Nothing waits."
+    : `Waiting: ${report.pending}, the oldest ${formatAge(report.oldestMs ?? 0)} old.`;
+  const lines = [state, pending];
+  if (report.replies !== undefined) lines.push(`Replies by email waiting: ${report.replies}.`);
+  lines.push(
+    `Last 24 h: ${report.delivered} delivered, ${report.heldSpam} held as spam, ` +
+      `${report.rateLimited} refused by the rate limit.`,
+  );
+  return lines.join("\n");
+}
+
+/** The answer to `/pending`: ids and ages, oldest first, at most {@linkcode PENDING_LISTED}. */
+export function pendingText(items: readonly PendingItem[]): string {
+  if (items.length === 0) return "Nothing waits.";
+  const sorted = [...items].sort((a, b) => b.ageMs - a.ageMs);
+  const lines = sorted.slice(0, PENDING_LISTED).map((item) =>
+    `${item.kind === "reply" ? "reply to " : ""}#${item.id} · ${formatAge(item.ageMs)}` +
+    (item.attempts > 0 ? ` · ${item.attempts} failed attempt${item.attempts === 1 ? "" : "s"}` : "")
+  );
+  if (sorted.length > PENDING_LISTED) lines.push(`… and ${sorted.length - PENDING_LISTED} more`);
+  return `Waiting (${items.length}):\n${lines.join("\n")}`;
+}

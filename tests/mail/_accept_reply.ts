@@ -1,0 +1,21 @@
+/**
+ * Accepts one reply into the replies file at the path given and then hangs without sending it:
+ * tests/e2e/mail_server_test.ts kills it with SIGKILL there, between acceptance and sending.
+ * Arguments: the replies file's path, then the reply as JSON (`NewReply`).
+ *
+ * @module
+ */
+import { openReplyStore } from "../../lib/mail/reply_store.ts";
+import { denoFs } from "../../lib/storage/file_system.ts";
+
+const [path = "", json = "{}"] = Deno.args;
+const store = await openReplyStore({
+  fs: denoFs,
+  path,
+  log: (_level, fields) => console.error(JSON.stringify(fields)),
+  now: () => new Date(),
+});
+await store.add(JSON.parse(json));
+console.log("accepted");
+// Hold here, as a service between acceptance and its first send.
+await new Promise(() => setInterval(() => {}, 60_000));
