@@ -58,7 +58,8 @@ export const COMMANDS = {
   check: "validate the settings, call getMe, check the chat; exit 1 with the reason otherwise",
   "chat-id": "list the chats that wrote to the bot (id, type, name): finds MESSENGER_CHAT_ID",
   "send-test": "send one test notification to MESSENGER_CHAT_ID and report the result",
-  pending: "list undelivered messages (id, received, attempts, last error); --with-text adds them",
+  pending:
+    "list undelivered messages (id, received, attempts, last error; --with-text adds them) and replies waiting to be emailed",
   export: "print the backup file's records (read only): --since DATE, --form ID, --format csv",
   forget: "remove every trace of submissions: --id ID, --contact TEXT or --address IP; --dry-run",
   blocked: "list the senders blocked as spam (kind, value, until, submission id)",

@@ -231,7 +231,7 @@ function _keptFiles(
         const { list } = await readBlockList(fs, blockFile);
         files.push({
           name: "blocked",
-          forget: (match) => Promise.resolve(list.forgotten(match).length),
+          forget: (match, ids) => Promise.resolve(list.forgotten(match, ids).length),
         });
       } else {
         const store = await BlockStore.open({
@@ -242,7 +242,7 @@ function _keptFiles(
           create: false,
         });
         closers.push(() => store.close());
-        files.push({ name: "blocked", forget: (match) => store.forget(match) });
+        files.push({ name: "blocked", forget: (match, ids) => store.forget(match, ids) });
       }
     }
     const repliesFile = repliesPath(messagesFile);

@@ -58,19 +58,16 @@ function mailAddresses(config: PermissionInputs): string[] {
 }
 
 /**
- * The `--allow-net` entries sending mail to `server` needs, nothing wider. nodemailer resolves a
- * host name itself (`node:dns`, which Deno checks as the bare name) and then connects to the
- * address it found (which Deno checks as that address and port): an IP address needs only
- * `address:port`; a name needs the name and every IPv4 address on that port (`0.0.0.0/0:port`,
- * no other port). An IPv6-only relay is named by its address (`smtp://[2001:db8::25]:587`):
- * Deno has no IPv6 range with a port.
+ * The `--allow-net` entry sending mail to `server` needs, nothing wider: its `host:port` as
+ * `SMTP_URL` names it (`mail.example.org:587`, `192.0.2.25:587`, `[2001:db8::25]:465`).
+ * lib/mail/smtp_transport.ts opens the connection itself by that name or address (`node:net`,
+ * which Deno checks as `host:port`, the name's lookup included) and hands it to nodemailer, which
+ * then resolves nothing itself.
  */
 export function mailNetAddresses(
   server: { readonly host: string; readonly port: number },
 ): string[] {
-  const ip = /^\d{1,3}(\.\d{1,3}){3}$/.test(server.host) || server.host.includes(":");
-  if (ip) return [netAddress(server.host, server.port)];
-  return [server.host, `0.0.0.0/0:${server.port}`];
+  return [netAddress(server.host, server.port)];
 }
 
 /** The API's `host:port`, the port defaulted from the scheme. */

@@ -205,6 +205,8 @@ interface CallJob {
   readonly fn: PacedCall;
   readonly resolve: (result: BotApiResult) => void;
   tries: number;
+  /** `now`: an owner is looking; `later`: when nothing else is due. */
+  readonly lane: "now" | "later";
 }
 
 /** What to send next, or until when there is nothing to send. */
@@ -253,17 +255,20 @@ export class DeliveryQueue {
   }
 
   /**
-   * Makes a chat action's Bot API call (`fn`: an edit, a toast, a command's answer) in its turn:
-   * after the waiting senders' notifications, before the backlog, and only while the pacer leaves
-   * `chat` room for one more message, so a sender who comes next waits at most one slot. A `429`
+   * Makes a chat action's Bot API call (`fn`: an edit, a toast, a command's answer) in its turn,
+   * only while the pacer leaves `chat` room for one more message, so a sender who comes next
+   * waits at most one slot. `"now"` calls (an owner is looking) share the turns with the waiting
+   * senders' notifications, one after every {@linkcode CALLER_SENDS_PER_BACKLOG_SEND} of theirs,
+   * and go before the backlog; `"later"` calls (deleting erased messages) go when nothing else
+   * is due. A call whose chat has no room yet does not hold up the calls of other chats. A `429`
    * pauses everything, as for a notification, and the call goes again after it (at most
    * {@linkcode CALL_FLOOD_TRIES} times). Resolves with the call's result; never rejects (a
    * closed queue answers "stopping" without calling).
    */
-  call(chat: number, fn: PacedCall): Promise<BotApiResult> {
+  call(chat: number, fn: PacedCall, lane: "now" | "later" = "now"): Promise<BotApiResult> {
     if (this.#closed) return Promise.resolve({ ok: false, error: "contactd is stopping" });
     return new Promise((resolve) => {
-      this.#calls.push({ chat, fn, resolve, tries: 0 });
+      this.#calls.push({ chat, fn, resolve, tries: 0, lane });
       this.#wake?.();
     });
   }
@@ -355,11 +360,9 @@ export class DeliveryQueue {
           await this.#sleep(next.until);
           continue;
         }
-        // Pacing is per chat: the next send's (forms that share a chat share its pace). A chat
-        // action's call leaves room for one more message: a sender never waits behind it.
-        const ready = next.kind === "call"
-          ? pacer.readyAfter(next.job.chat, 2, now)
-          : pacer.readyAt(this.#chatOfNext(next), now);
+        // Pacing is per chat: the next send's (forms that share a chat share its pace).
+        // (A call is chosen only when its chat has room: #dueCall.)
+        const ready = next.kind === "call" ? now : pacer.readyAt(this.#chatOfNext(next), now);
         if (ready > now) {
           await this.#sleep(ready);
           continue;
@@ -368,6 +371,7 @@ export class DeliveryQueue {
           this.#callerStreak++;
           await this.#sendCaller(next.job);
         } else if (next.kind === "call") {
+          this.#callerStreak = 0;
           await this.#sendCall(next.job);
         } else {
           this.#callerStreak = 0;
@@ -386,14 +390,37 @@ export class DeliveryQueue {
     if (first !== undefined && this.#callerStreak < CALLER_SENDS_PER_BACKLOG_SEND) {
       return { kind: "caller", job: first };
     }
-    // Chat actions' calls: after the callers, before the backlog (an owner is looking).
-    const call = this.#calls[0];
-    if (call !== undefined && first === undefined) return { kind: "call", job: call };
+    // Chat actions' calls an owner waits for: while senders wait, the turn after every few of
+    // theirs (so a sender waits at most one slot for a call); otherwise whenever the chat has
+    // room for the call and one more message.
+    const call = this.#dueCall(now, "now", first === undefined ? 2 : 1);
+    if ("job" in call) return { kind: "call", job: call.job };
     // The backlog's share while callers wait goes to submissions older than theirs.
     const backlog = this.#dueBacklog(now, first?.submission.id);
     if ("entry" in backlog) return { kind: "backlog", entry: backlog.entry };
     if (first !== undefined) return { kind: "caller", job: first };
-    return { kind: "wait", until: backlog.until };
+    const later = this.#dueCall(now, "later", 2);
+    if ("job" in later) return { kind: "call", job: later.job };
+    return { kind: "wait", until: Math.min(backlog.until, call.until, later.until) };
+  }
+
+  /**
+   * The first call of `lane` whose chat has room for `room` messages now (the call, and one
+   * more for a sender when `room` is 2), or when the first of them will.
+   */
+  #dueCall(
+    now: number,
+    lane: "now" | "later",
+    room: 1 | 2,
+  ): { job: CallJob } | { until: number } {
+    let until = Infinity;
+    for (const job of this.#calls) {
+      if (job.lane !== lane) continue;
+      const ready = this.#deps.pacer.readyAfter(job.chat, room, now);
+      if (ready <= now) return { job };
+      until = Math.min(until, ready);
+    }
+    return { until };
   }
 
   /** The oldest backlog entry due now (received before `stopAt`), or when the next one is. */
@@ -424,9 +451,10 @@ export class DeliveryQueue {
     }
     if (!result.ok && failureKind(result) === "flood") {
       this.#flood(result);
-      if (job.tries < CALL_FLOOD_TRIES) return; // stays first: it goes again after the pause
+      if (job.tries < CALL_FLOOD_TRIES) return; // stays in line: it goes again after the pause
     }
-    this.#calls.shift();
+    const index = this.#calls.indexOf(job);
+    if (index >= 0) this.#calls.splice(index, 1);
     job.resolve(result);
   }
 

@@ -117,9 +117,14 @@ export interface InboxDeps {
 export const NO_REPLIES =
   "Replies by email are off: set SMTP_URL (and REPLY_FROM) to answer senders from here.";
 
-/** What a reply to a message of the bot that is no notification gets. */
+/**
+ * What a reply to a message of the bot that is no notification contactd keeps gets: another
+ * message of the bot, or a notification whose submission is past `RETENTION` or erased (its
+ * ledger entry went with its record).
+ */
 export const NOT_A_NOTIFICATION =
-  "This is not a notification: reply to a notification to email its sender.";
+  "Not a notification contactd still keeps (past RETENTION or erased, or not one at all): " +
+  "nothing was sent. Reply to a notification to email its sender.";
 
 /** The chat actions; see the module documentation. */
 export class Inbox {
@@ -151,6 +156,10 @@ export class Inbox {
     const entry = ledger.get(data.id);
     const decision = decidePress(event, data.action, entry);
     if (decision.kind === "refuse") return await this.#refuse(event, decision.reason, data.id);
+    // A chat contactd no longer notifies (a form's chat changed) acts on nothing any more.
+    if (!this.#deps.chats.has(event.chatId)) {
+      return await this.#refuse(event, "wrong_chat", data.id);
+    }
     if (!(await this.#mayAct(event.chatId, event.from))) {
       return await this.#refuse(event, "not_admin", data.id);
     }
@@ -228,9 +237,10 @@ export class Inbox {
       "any_part",
     );
     const at = { ...topic(event), replyTo: event.messageId };
-    if (refusal !== undefined || entry === undefined) {
-      // Only a reply to the bot's own message is answered: people reply to each other in groups.
-      if (!event.replyToBot) return;
+    if (refusal !== undefined || entry === undefined || !this.#deps.chats.has(event.chatId)) {
+      // Only a reply to the bot's own message is answered (people reply to each other in
+      // groups), and only to someone who may act there.
+      if (!event.replyToBot || !(await this.#mayAct(event.chatId, event.from))) return;
       log("info", {
         event: "action_refused",
         result: "not_notification",

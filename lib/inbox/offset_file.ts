@@ -11,10 +11,17 @@ import { readAllText, replaceFile, type StorageFs } from "../storage/file_system
 import type { OffsetStore } from "./poller.ts";
 
 /**
- * The offset file beside `messagesFile`. A missing file is no offset; a damaged one is logged
- * (`updates_offset_damaged`) and read as none (Telegram then sends what it has not had confirmed).
+ * The offset file beside `messagesFile`, for the bot `botId` (`getMe`; `undefined` when it could
+ * not be asked). A missing file is no offset; a damaged one is logged (`updates_offset_damaged`)
+ * and read as none (Telegram then sends what it has not had confirmed); one kept for another bot
+ * (the token changed) is none too: that bot's update ids are not this one's.
  */
-export function offsetFile(messagesFile: string, fs: StorageFs, log: Logger): OffsetStore {
+export function offsetFile(
+  messagesFile: string,
+  fs: StorageFs,
+  log: Logger,
+  botId?: number,
+): OffsetStore {
   const path = updatesOffsetPath(messagesFile);
   return {
     async load() {
@@ -32,7 +39,14 @@ export function offsetFile(messagesFile: string, fs: StorageFs, log: Logger): Of
       }
       const value = parseJsonText(text);
       const offset = isRecord(value) ? value.offset : undefined;
-      if (typeof offset === "number" && Number.isSafeInteger(offset) && offset >= 0) return offset;
+      if (typeof offset === "number" && Number.isSafeInteger(offset) && offset >= 0) {
+        const bot = isRecord(value) ? value.bot : undefined;
+        if (botId !== undefined && bot !== undefined && bot !== botId) {
+          log("info", { event: "updates_offset_other_bot", file: path });
+          return undefined;
+        }
+        return offset;
+      }
       log("warn", { event: "updates_offset_damaged", file: path });
       return undefined;
     },
@@ -41,7 +55,7 @@ export function offsetFile(messagesFile: string, fs: StorageFs, log: Logger): Of
         fs,
         path,
         `${path}.tmp`,
-        `${JSON.stringify({ offset })}\n`,
+        `${JSON.stringify({ offset, ...(botId === undefined ? {} : { bot: botId }) })}\n`,
         log,
         "updates_offset",
       );

@@ -4,7 +4,8 @@
  * (polling, failing with back-off, in conflict with a webhook or another poller); the loop
  * around it handles one update at a time and confirms it (the offset file) only once it is
  * handled, so a restart neither loses an update nor repeats one that was handled (handling is
- * idempotent for the window between the two).
+ * idempotent for the window between the two). An update whose handling a stop overlapped is not
+ * confirmed: its answers may not have gone out, and the next start handles it again.
  *
  * @module
  */
@@ -193,6 +194,9 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
             error: describeError(error),
           });
         }
+        // Handled while the service stopped: its answers may not have gone out (the queue was
+        // closing), so it is not confirmed, and the next start handles it again (idempotent).
+        if (signal.aborted) break;
         offset = update.updateId + 1;
         try {
           await offsets.save(offset);

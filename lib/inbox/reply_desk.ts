@@ -10,7 +10,7 @@
  * @module
  */
 import { formatTimestamp } from "../common/timestamp.ts";
-import type { Logger } from "../log/logger.ts";
+import { describeError, type Logger } from "../log/logger.ts";
 import { replySubject } from "../mail/message.ts";
 import { emailRecipient } from "../mail/recipient.ts";
 import { checkReplyLimit, type ReplyLimit } from "../mail/reply_limit.ts";
@@ -44,6 +44,7 @@ export const DESK_ANSWERS = {
   gone:
     "This message is no longer in the backup file (past RETENTION, or erased): nothing was sent.",
   noContact: "The sender left no contact: nothing was sent.",
+  notSaved: "Not sent: the reply could not be saved to disk (see the log); reply again to retry.",
 } as const;
 
 /** What the chat is told of a reply's outcome (on the owner's reply). */
@@ -110,23 +111,35 @@ export function replyDesk(
       ? (fields as Record<string, string>).subject
       : undefined;
     const id = `${event.chatId}:${event.messageId}`;
-    const added = await deps.store.add({
-      id,
-      submission,
-      ts: formatTimestamp(new Date(now)),
-      chat: event.chatId,
-      message: event.messageId,
-      ...(event.topicId === undefined ? {} : { topic: event.topicId }),
-      draft: {
-        to,
-        subject: replySubject({ subjectField, formTitle: deps.formTitle(form), from: deps.from }),
-        text: event.text,
-        quoted: {
-          ts: record.ts,
-          message: typeof record.value.message === "string" ? record.value.message : "",
+    let added: boolean;
+    try {
+      added = await deps.store.add({
+        id,
+        submission,
+        ts: formatTimestamp(new Date(now)),
+        chat: event.chatId,
+        message: event.messageId,
+        ...(event.topicId === undefined ? {} : { topic: event.topicId }),
+        draft: {
+          to,
+          subject: replySubject({ subjectField, formTitle: deps.formTitle(form), from: deps.from }),
+          text: event.text,
+          quoted: {
+            ts: record.ts,
+            message: typeof record.value.message === "string" ? record.value.message : "",
+          },
         },
-      },
-    });
+      });
+    } catch (error) {
+      // Not on disk, so not sent: the owner may try again.
+      log("error", {
+        event: "reply_store_failed",
+        reply: id,
+        submission,
+        error: describeError(error),
+      });
+      return DESK_ANSWERS.notSaved;
+    }
     if (!added) return undefined; // taken before this restart: its outcome was (or will be) said
     log("info", { event: "reply_accepted", reply: id, submission });
     deps.wake();

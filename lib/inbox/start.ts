@@ -40,6 +40,8 @@ export interface ChatInboxDeps {
   readonly by: ChatActionsBy;
   /** The bot's username (`getMe`), so `/status@<bot>` counts; `undefined` when unknown. */
   readonly botUsername: string | undefined;
+  /** The bot's id (`getMe`): the offset kept is this bot's; `undefined` when unknown. */
+  readonly botId: number | undefined;
   readonly status: () => StatusReport;
   readonly pending: () => readonly PendingItem[];
   /** Replies by email (`SMTP_URL`); absent: replies by email are off. */
@@ -137,7 +139,7 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
     },
     parse: (result) => parseUpdates(result, deps.botUsername),
     handle: (event) => inbox.handle(event),
-    offsets: offsetFile(deps.messagesFile, deps.fs, log),
+    offsets: offsetFile(deps.messagesFile, deps.fs, log, deps.botId),
     sleep: (ms, signal) =>
       new Promise<void>((resolve) => {
         if (signal.aborted) return resolve();
@@ -154,10 +156,15 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
   });
   poller.start();
   log("info", { event: "chat_actions_started", chats: deps.chats.size, by: deps.by });
+  let closing: Promise<void> | undefined;
   return {
-    async close() {
-      await poller.close();
-      await sender?.close();
+    close() {
+      // Once: the stop starts it, the disposer waits for the same.
+      closing ??= (async () => {
+        await poller.close();
+        await sender?.close();
+      })();
+      return closing;
     },
   };
 }

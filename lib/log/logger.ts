@@ -59,11 +59,14 @@ export function settingsLogger(
   return createLogger(write, now, secrets);
 }
 
-/** The password in a URL such as `SMTP_URL`, as written and decoded; none when it has none. */
+/**
+ * The password in a URL such as `SMTP_URL`, as written and decoded, read as lib/config reads it
+ * (the WHATWG URL parser); none when it has none or is no URL.
+ */
 function urlPassword(text: string | undefined): string[] {
-  const match = text === undefined ? null : /^[a-z]+:\/\/[^/@:]*:([^/@]*)@/i.exec(text);
-  if (match === null) return [];
-  const raw = match[1]!;
+  if (text === undefined || !URL.canParse(text)) return [];
+  const raw = new URL(text).password;
+  if (raw === "") return [];
   try {
     return [raw, decodeURIComponent(raw)];
   } catch {

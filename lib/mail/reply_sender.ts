@@ -44,7 +44,7 @@ export type ReplyOutcome =
 export const TOO_OLD_REASON = "not sent within DELIVERY_MAX_AGE";
 
 /** How long {@linkcode ReplySender.close} waits at most for a send under way (ms). */
-export const CLOSE_WAIT_MS = 5000;
+export const CLOSE_WAIT_MS = 15_000;
 
 /** What {@linkcode startReplySender} needs. */
 export interface ReplySenderOptions {
@@ -76,7 +76,7 @@ export interface ReplySender {
   wake(): void;
   /** Its state, for tests and `/status`. */
   state(): ReplySenderState["kind"];
-  /** Stops: no new try; waits for a send under way at most `closeWaitMs`. */
+  /** Stops: no new try; waits for a send under way at most `closeWaitMs`. Later calls wait too. */
   close(): Promise<void>;
 }
 
@@ -203,6 +203,7 @@ export function startReplySender(options: ReplySenderOptions): ReplySender {
   };
 
   run();
+  let closing: Promise<void> | undefined;
   return {
     wake() {
       if (state.kind === "waiting") {
@@ -212,17 +213,21 @@ export function startReplySender(options: ReplySenderOptions): ReplySender {
       if (state.kind === "idle") run();
     },
     state: () => state.kind,
-    async close() {
-      const before = state;
-      state = { kind: "closed" };
-      if (before.kind === "waiting") clock.clearTimer(before.timer);
-      if (before.kind !== "sending") return;
-      let timer: unknown;
-      const bound = new Promise<void>((resolve) => {
-        timer = clock.setTimer(resolve, options.closeWaitMs ?? CLOSE_WAIT_MS);
-      });
-      await Promise.race([before.done, bound]);
-      clock.clearTimer(timer);
+    close() {
+      // Once: a second close waits for the same send as the first.
+      closing ??= (async () => {
+        const before = state;
+        state = { kind: "closed" };
+        if (before.kind === "waiting") clock.clearTimer(before.timer);
+        if (before.kind !== "sending") return;
+        let timer: unknown;
+        const bound = new Promise<void>((resolve) => {
+          timer = clock.setTimer(resolve, options.closeWaitMs ?? CLOSE_WAIT_MS);
+        });
+        await Promise.race([before.done, bound]);
+        clock.clearTimer(timer);
+      })();
+      return closing;
     },
   };
 }

@@ -18,11 +18,9 @@ import { describeError, type Logger } from "../log/logger.ts";
 import {
   openNoFollow,
   readAllText,
-  removeIfPresent,
-  removeTemporary,
+  replaceFile,
   type StorageFile,
   type StorageFs,
-  syncDirectory,
   writeAll,
 } from "../storage/file_system.ts";
 import type { ReplyDraft } from "./message.ts";
@@ -374,28 +372,11 @@ class _ReplyStore implements ReplyStore {
       ...[...this.kept.values()].map((audit) => ({ op: "audit", ...audit })),
       ...this.pending().map(_addLine),
     ].map((line) => JSON.stringify(line) + "\n").join("");
-    try {
-      await removeIfPresent(this.fs, temporary);
-      const file = await openNoFollow(this.fs, temporary, {
-        write: true,
-        create: true,
-        createNew: true,
-        mode: 0o600,
-      });
-      try {
-        await writeAll(file, new TextEncoder().encode(lines));
-        await file.syncData();
-      } finally {
-        file.close();
-      }
-      this.#file?.close();
-      this.#file = undefined;
-      await this.fs.rename(temporary, this.path);
-    } catch (error) {
-      await removeTemporary(this.fs, temporary, this.log, "replies_temporary_not_removed");
-      throw error;
-    }
-    await syncDirectory(this.fs, this.path);
+    this.#file?.close();
+    this.#file = undefined;
+    // The file's mode kept (0600 for a new one); events replies_cleanup_failed and
+    // replies_directory_sync_failed.
+    await replaceFile(this.fs, this.path, temporary, lines, this.log, "replies");
     this.#file = await openNoFollow(this.fs, this.path, _APPEND);
   }
 }

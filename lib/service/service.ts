@@ -294,6 +294,13 @@ export async function startService(
   let deleteLater: (deletions: readonly ChatDeletion[]) => Promise<void> = () => Promise.resolve();
   // Replies by email (SMTP_URL, with the chat actions): the replies file, waiting and done.
   const mail = config.mail !== undefined && config.chatActions.enabled ? config.mail : undefined;
+  if (config.mail !== undefined && !config.chatActions.enabled) {
+    log("warn", {
+      event: "replies_off",
+      hint: "SMTP_URL is set but CHAT_ACTIONS=0: replies by email come from the chat, so none " +
+        "are sent; set CHAT_ACTIONS=1, or unset SMTP_URL",
+    });
+  }
   let replies: ReplyStore | undefined;
   if (mail !== undefined) {
     const repliesFile = repliesPath(config.messagesFile);
@@ -321,10 +328,10 @@ export async function startService(
     {
       name: "blocked",
       prune: (cutoff) => blocks.prune(cutoff),
-      forget: async (match, _ids, dryRun) =>
+      forget: async (match, ids, dryRun) =>
         dryRun
-          ? (await readBlockList(denoFs, blockFile)).list.forgotten(match).length
-          : await blocks.forget(match),
+          ? (await readBlockList(denoFs, blockFile)).list.forgotten(match, ids).length
+          : await blocks.forget(match, ids),
     },
   ];
   if (replies !== undefined) {
@@ -437,9 +444,17 @@ export async function startService(
         to === undefined ? messenger.topicId : to.topicId,
         markup === undefined ? undefined : { replyMarkup: markup as InlineKeyboard },
       ),
-    ...(chatActions.enabled ? { markup: (id: string) => keyboardFor("open", id) } : {}),
+    // A redelivered notification shows the state the owner set on an earlier copy.
+    ...(chatActions.enabled
+      ? { markup: (id: string) => keyboardFor(ledger.get(id)?.state ?? "open", id) }
+      : {}),
     onSent: async ({ submission, chat, messageId, first }) => {
       if (messageId === undefined) return;
+      if (forgotten.has(submission.id)) {
+        // Erased (contactd forget) while this part was on its way: deleted, never recorded.
+        void deleteLater([{ chat, messages: [messageId] }]);
+        return;
+      }
       await ledger.noteSent({
         id: submission.id,
         ts: submission.ts,
@@ -484,7 +499,8 @@ export async function startService(
     deleteLater = (deletions) =>
       deleteFromChat(deletions, {
         api: { ...api, token },
-        call: (chat, fn) => queue.call(chat, fn),
+        // After the owner's calls and the backlog: deleting is never urgent.
+        call: (chat, fn) => queue.call(chat, fn, "later"),
         deleted: (deletion) => ledger.deleted(deletion),
         log,
       }).then(() => {});
@@ -545,6 +561,7 @@ export async function startService(
       chats: new Set([messenger.chatId, ...config.forms.flatMap((form) => form.chatId ?? [])]),
       by: chatActions.by,
       botUsername: identity?.ok === true ? identity.username : undefined,
+      botId: identity?.ok === true ? identity.id : undefined,
       ...(mail === undefined || replies === undefined ? {} : {
         mail: {
           store: replies,

@@ -374,8 +374,8 @@ export class BlockStore {
    * ({@linkcode BlockList.forgotten}), rewriting the file as at open, so no line of them stays
    * (lifted and expired ones included); returns how many blocks went.
    */
-  forget(match: ForgetMatch): Promise<number> {
-    return this.#serial(() => this.#removing(() => this.#list.forgotten(match)));
+  forget(match: ForgetMatch, ids?: ReadonlySet<string>): Promise<number> {
+    return this.#serial(() => this.#removing(() => this.#list.forgotten(match, ids)));
   }
 
   /** Removes what `victims` names, and compacts, under the lock; returns how many went. */

@@ -215,10 +215,11 @@ export class BlockList {
    * The blocks an erasure (`contactd forget`) names: those of the submissions it names. By id,
    * that submission's; by contact, the submissions a contact block of that contact names (case
    * and Unicode form aside, as erasure compares); by address, the submissions whose address key
-   * holds that address. Every block of such a submission goes (its other key is its trace too).
+   * holds that address; and the submissions `ids` (every one the erasure found elsewhere, by a
+   * kept field, say). Every block of such a submission goes (its other key is its trace too).
    */
-  forgotten(match: ForgetMatch): Block[] {
-    const submissions = new Set<string>();
+  forgotten(match: ForgetMatch, ids: ReadonlySet<string> = new Set()): Block[] {
+    const submissions = new Set<string>(ids);
     if (match.by === "id") submissions.add(match.value);
     for (const block of this.all()) {
       if (_forgetNames(match, block)) submissions.add(block.submission);

@@ -107,11 +107,22 @@ Deno.test("the mail server's password never reaches a log line, from SMTP_PASSWO
   assert.ok(!/p\$ssword1|p%24ssword1|other-secret-9/.test(lines.join("")), lines.join(""));
 });
 
-Deno.test("the net permission names the relay's address and port; a host name adds its lookup and that port only", () => {
+Deno.test("the net permission names the relay's host and port as SMTP_URL gives them, nothing wider", () => {
   assert.deepEqual(mailNetAddresses({ host: "192.0.2.25", port: 587 }), ["192.0.2.25:587"]);
   assert.deepEqual(mailNetAddresses({ host: "2001:db8::25", port: 465 }), ["[2001:db8::25]:465"]);
   assert.deepEqual(mailNetAddresses({ host: "mail.example.org", port: 587 }), [
-    "mail.example.org",
-    "0.0.0.0/0:587",
+    "mail.example.org:587",
   ]);
+});
+
+Deno.test("a password with an @ in SMTP_URL is redacted whole, and nothing else is", () => {
+  const lines: string[] = [];
+  const log = settingsLogger(
+    { SMTP_URL: "smtp://user:p@ss@mail.example.org" },
+    (line) => void lines.push(line),
+  );
+  log("error", { event: "x", error: "auth failed with p@ss and p%40ss; a plain p stays" });
+  const text = lines.join("");
+  assert.ok(!text.includes("p@ss") && !text.includes("p%40ss"), text);
+  assert.ok(text.includes("a plain p stays"), text);
 });

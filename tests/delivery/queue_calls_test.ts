@@ -161,3 +161,53 @@ Deno.test("a call after close, or waiting at close, is answered 'stopping' witho
   assert.equal(late.ok, false);
   assert.ok(!sent.some((s) => s.kind === "after"));
 });
+
+Deno.test("a stream of senders does not starve a chat action's call: it gets a turn after every few of theirs", async () => {
+  const { clock, queue, sent, call, submit } = setup();
+  queue.start();
+  // A sender every 0.7 s, faster than the chat's pace (one a second): senders always wait.
+  let stop = false;
+  const stream = (async () => {
+    while (!stop) {
+      void submit(submission("spam wave"));
+      await clock.advance(700);
+    }
+  })();
+  await clock.advance(0);
+  for (let i = 0; i < 20; i++) await clock.advance(100);
+  const queuedAt = clock.now();
+  const toast = call(CHAT, "toast");
+  let doneAt = -1;
+  void toast.then(() => (doneAt = clock.now()));
+  for (let i = 0; i < 200 && doneAt < 0; i++) await clock.advance(100);
+  stop = true;
+  await stream;
+  assert.ok(doneAt >= 0, "the call was made");
+  assert.ok(doneAt - queuedAt <= 5000, `made ${doneAt - queuedAt} ms after it was asked`);
+  assert.ok(sent.some((s) => s.kind === "toast"));
+  await queue.close();
+});
+
+Deno.test("a later call (deleting erased messages) waits for the owner's calls and the senders, and a call whose chat has no room does not hold up another chat's", async () => {
+  const { clock, queue, sent, call } = setup();
+  queue.start();
+  const deletions = Array.from({ length: 3 }, (_, i) =>
+    queue.call(CHAT, () => {
+      sent.push({ at: clock.now(), kind: `delete ${i}` });
+      return Promise.resolve({ ok: true, result: true });
+    }, "later"));
+  const toast = call(0, "toast");
+  // A group's window full of edits: its next edit must wait, a toast goes meanwhile.
+  for (let i = 0; i < 25; i++) void call(-100, `group edit ${i}`);
+  await clock.advance(5000);
+  await toast;
+  assert.equal(sent[0]!.kind, "toast");
+  const firstDelete = sent.findIndex((s) => s.kind.startsWith("delete"));
+  const lastGroupEdit = sent.findLastIndex((s) => s.kind.startsWith("group edit"));
+  assert.ok(firstDelete > 0);
+  assert.ok(sent.findIndex((s) => s.kind === "toast") < firstDelete);
+  await clock.advance(120_000);
+  await Promise.all(deletions);
+  assert.ok(lastGroupEdit >= 0);
+  await queue.close();
+});

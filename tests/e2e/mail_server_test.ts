@@ -1,6 +1,6 @@
 /**
  * Replies through a real mail server (Debian's Exim on loopback, tests/support/mail_server.ts):
- * the transport under `deno run` with only the `--allow-net` entries `smtpNetPermissions` names,
+ * the transport under `deno run` with only the `--allow-net` entry `mailNetAddresses` names,
  * the headers and quoted message as delivered, a recipient refused for good, and the server down
  * for a while, then up: the reply delivered once.
  */
@@ -118,17 +118,27 @@ Deno.test({
 });
 
 Deno.test({
-  name:
-    "a relay named by host name needs the name and the port on every IPv4 address, nothing else",
+  name: "a relay named by host name needs that name and port only: no lookup, no address, no port",
   ignore,
   async fn() {
     const server = await startMailServer();
     try {
       const url = `smtp://localhost:${server.port}`;
       const flags = mailNetAddresses(smtpServer(url));
-      assert.deepEqual(flags, ["localhost", `0.0.0.0/0:${server.port}`]);
+      assert.deepEqual(flags, [`localhost:${server.port}`]);
       assert.deepEqual(await sendInChild(url, flags), { ok: true });
       assert.equal((await server.waitForMessages(1)).length, 1);
+      // Another port of the same name, or the address it resolves to, is not enough.
+      for (const wrong of [[`localhost:${server.port + 1}`], [`127.0.0.1:${server.port}`]]) {
+        const refused = await sendInChild(url, wrong);
+        assert.deepEqual(refused, {
+          ok: false,
+          kind: "temporary",
+          reason: "mail server failed",
+          message: "mail server failed",
+        }, wrong[0]);
+      }
+      assert.equal((await server.messages()).length, 1);
     } finally {
       await server.dispose();
     }
@@ -386,6 +396,56 @@ Deno.test({
       assert.equal((await server.messages()).length, 2);
       // The relay saw the handshake fail: the client refused its certificate.
       await server.waitForLog(/TLS error on connection from \[127\.0\.0\.1\]/);
+    } finally {
+      await server.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "the certificate is checked against the relay's name in SMTP_URL, not the address connected to",
+  ignore: ignoreTls,
+  async fn() {
+    const server = await startMailServer({ tls: true });
+    const module = (path: string) => JSON.stringify(import.meta.resolve(path));
+    // Both relays reached at 127.0.0.1 (which the certificate names too), by an injected connect.
+    const code = `
+      import net from "node:net";
+      import { composeReply } from ${module("../../lib/mail/message.ts")};
+      import { smtpTransport } from ${module("../../lib/mail/smtp_transport.ts")};
+      import { smtpServer } from ${module("../support/smtp_server.ts")};
+      const results = [];
+      for (const url of Deno.args) {
+        const transport = smtpTransport({
+          server: smtpServer(url),
+          name: "contactd.test",
+          connect: () => net.connect({ host: "127.0.0.1", port: ${server.tlsPort} }),
+        });
+        await transport.send(composeReply(${JSON.stringify(SETTINGS)}, ${JSON.stringify(DRAFT)}))
+          .then(() => results.push("sent"), (error) => results.push(error.reason));
+        transport.close();
+      }
+      console.log(JSON.stringify(results));`;
+    try {
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "eval",
+          `--config=${new URL("../../deno.json", import.meta.url).pathname}`,
+          code,
+          `smtps://mail.example.org:${server.tlsPort}`,
+          `smtps://localhost:${server.tlsPort}`,
+        ],
+        env: { NO_COLOR: "1", DENO_CERT: server.caFile! },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+      assert.deepEqual(JSON.parse(new TextDecoder().decode(output.stdout)), [
+        "TLS with the mail server failed",
+        "sent",
+      ]);
+      assert.equal((await server.waitForMessages(1)).length, 1);
     } finally {
       await server.dispose();
     }

@@ -872,3 +872,15 @@ Deno.test("log lines name submission ids only: no address, contact, name or text
     }
   }
 });
+
+Deno.test("a press in a chat contactd no longer notifies (a form's chat changed) acts on nothing", async () => {
+  // The ledger still names the old group; the settings no longer do.
+  await assertRefused(press(), "wrong_chat", ID, { chats: [ELSEWHERE] });
+});
+
+Deno.test("CHAT_ACTIONS_BY=admins: a non-administrator's reply to a bot message that is no notification gets no answer", async () => {
+  const s = setup({ by: "admins" });
+  await s.inbox.handle(replyEvent({ replyTo: 9999, replyToBot: true, from: OTHER_MEMBER }));
+  assert.deepEqual(s.api.of("say"), []);
+  assert.deepEqual(s.replies, []);
+});

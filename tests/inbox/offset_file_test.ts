@@ -128,3 +128,16 @@ Deno.test("an offset is never read through a symbolic link at the offset file", 
   }
   assert.equal(loaded, undefined);
 });
+
+Deno.test("an offset kept for another bot (the token changed) is none; this bot's is read", async () => {
+  const fs = new MemoryFs();
+  fs.mkdir("/state");
+  await offsetFile(MESSAGES, fs, () => {}, 111).save(42);
+  const lines: LogFields[] = [];
+  assert.equal(
+    await offsetFile(MESSAGES, fs, (_l, f) => void lines.push(f), 222).load(),
+    undefined,
+  );
+  assert.equal(lines[0]?.event, "updates_offset_other_bot");
+  assert.equal(await offsetFile(MESSAGES, fs, () => {}, 111).load(), 42);
+});

@@ -335,7 +335,7 @@ Deno.test("close() ends a back-off wait at once", async () => {
   assert.deepEqual(h.handled, []);
 });
 
-Deno.test("a close while an update is handled waits for it and handles no more", async () => {
+Deno.test("a close while an update is handled waits for it, handles no more, and confirms none of them: the next start handles it again", async () => {
   let release = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
   let entered = () => {};
@@ -358,7 +358,8 @@ Deno.test("a close while an update is handled waits for it and handles no more",
   release();
   await closing;
   assert.deepEqual(h.handled, [7], "update 8 is left for the next run");
-  assert.deepEqual(h.saves, [8], "update 7 is confirmed");
+  // Its answers may not have gone out (the queue was closing): handled again at the next start.
+  assert.deepEqual(h.saves, [], "update 7 is not confirmed");
   assert.deepEqual(h.polls, [undefined]);
 });
 

@@ -1,7 +1,7 @@
 /**
  * Sends one reply through lib/mail/smtp_transport.ts and prints the outcome as one JSON line:
  * run by tests/e2e/mail_server_test.ts under `deno run` with only the permission flags
- * `smtpNetPermissions` names, to show they are enough. Arguments: SMTP_URL, then the reply's
+ * `mailNetAddresses` names, to show they are enough. Arguments: SMTP_URL, then the reply's
  * settings and draft as JSON (`{settings, draft}`).
  *
  * @module

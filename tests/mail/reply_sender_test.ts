@@ -3,6 +3,7 @@ import type { SendMailOptions } from "nodemailer";
 import type { LogFields } from "../../lib/log/logger.ts";
 import { RETRY_BASE_MS } from "../../lib/common/retry_schedule.ts";
 import {
+  CLOSE_WAIT_MS,
   type ReplyOutcome,
   type ReplySender,
   startReplySender,
@@ -201,17 +202,21 @@ Deno.test("replies go one at a time, in order; wake picks up a reply added later
   assert.deepEqual(t.outcomes.map(([id]) => id), ["r1", "r2", "r3"]);
 });
 
-Deno.test("close stops the retries and waits for a send under way at most its bound", async () => {
+Deno.test("close stops the retries and waits for a send under way at most its bound; a second close waits too", async () => {
   const t = await setup([reply("r1")]);
   t.script.push(new Promise<void>(() => {}));
   t.start();
   await t.clock.settle();
   let closed = false;
+  let again = false;
   const closing = t.sender().close().then(() => (closed = true));
-  await t.clock.advance(4999);
+  const second = t.sender().close().then(() => (again = true));
+  await t.clock.advance(CLOSE_WAIT_MS - 1);
+  assert.equal(again, false, "the second close waits for the same send");
   assert.equal(closed, false);
   await t.clock.advance(1);
   await closing;
+  await second;
   assert.equal(closed, true);
   assert.equal(t.sender().state(), "closed");
   await t.clock.advance(600_000);

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
+import net from "node:net";
 import { smtpServer } from "../support/smtp_server.ts";
-import { smtpTransport, smtpTransportOptions } from "../../lib/mail/smtp_transport.ts";
-import { MailSendError } from "../../lib/mail/send_error.ts";
+import {
+  openSmtpSocket,
+  smtpTransport,
+  smtpTransportOptions,
+} from "../../lib/mail/smtp_transport.ts";
+import { classifySendError, MailSendError } from "../../lib/mail/send_error.ts";
 
 const options = (url: string) =>
   smtpTransportOptions({ server: smtpServer(url), name: "example.org" });
@@ -47,5 +52,54 @@ Deno.test("a relay that cannot be reached rejects with 'mail server unreachable'
     assert.equal(String(error.stack).includes("hunter2"), false);
   } finally {
     transport.close();
+  }
+});
+
+Deno.test("the connection is opened by contactd, to the host and port as SMTP_URL names them", async () => {
+  const opened: [string, number][] = [];
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const transport = smtpTransport({
+    server: smtpServer("smtps://mail.example.org:465"),
+    name: "example.org",
+    // Refused at once: a loopback port nobody listens on.
+    connect: (host, p) => (opened.push([host, p]), net.connect({ host: "127.0.0.1", port })),
+  });
+  try {
+    const error = await transport.send({ from: "a@example.org", to: "b@example.org", text: "x" })
+      .then(() => undefined, (e) => e);
+    assert.deepEqual(opened, [["mail.example.org", 465]]);
+    assert.ok(error instanceof MailSendError);
+    assert.deepEqual([error.kind, error.message], ["unreachable", "mail server unreachable"]);
+  } finally {
+    transport.close();
+  }
+});
+
+Deno.test("a connection not made within the time limit is given up and its socket destroyed", async () => {
+  const socket = new net.Socket(); // never connects
+  const error = await openSmtpSocket({ host: "mail.example.org", port: 587 }, 1, () => socket)
+    .then(() => undefined, (e) => e);
+  assert.equal(error?.code, "ETIMEDOUT");
+  assert.equal(socket.destroyed, true);
+  assert.equal(classifySendError(error).reason, "mail server unreachable");
+});
+
+Deno.test("a connected socket is handed over with no listener of contactd's left on it", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  try {
+    const socket = await openSmtpSocket(
+      { host: "127.0.0.1", port },
+      5000,
+      (host, p) => net.connect({ host, port: p }),
+    );
+    assert.deepEqual([socket.listenerCount("error"), socket.listenerCount("connect")], [0, 0]);
+    assert.equal(socket.remotePort, port);
+    socket.destroy();
+    (await listener.accept()).close();
+  } finally {
+    listener.close();
   }
 });

@@ -146,3 +146,22 @@ Deno.test("retention names the blocks made before the cut", () => {
   ]);
   assert.deepEqual(list.madeBefore(T0 - DAY).map((block) => block.submission), ["old"]);
 });
+
+Deno.test("an erasure removes every block of the submissions it found elsewhere, though no key names them", () => {
+  const list = new BlockList();
+  const now = Date.parse("2026-11-25T10:00:00Z");
+  for (const block of spamBlocks({ id: "s1", ip: "203.0.113.7", contact: "+4912345" }, now, DAY)) {
+    list.add(block);
+  }
+  for (
+    const block of spamBlocks({ id: "s2", ip: "198.51.100.1", contact: "x@example.org" }, now, DAY)
+  ) {
+    list.add(block);
+  }
+  // forget --contact ann@example.org found s1 by a kept field: its blocks go, s2's stay.
+  const gone = list.forgotten({ by: "contact", value: "ann@example.org" }, new Set(["s1"]));
+  assert.deepEqual(gone.map((block) => `${block.kind}:${block.submission}`).sort(), [
+    "address:s1",
+    "contact:s1",
+  ]);
+});
