@@ -239,8 +239,14 @@ export class Inbox {
     const at = { ...topic(event), replyTo: event.messageId };
     if (refusal !== undefined || entry === undefined || !this.#deps.chats.has(event.chatId)) {
       // Only a reply to the bot's own message is answered (people reply to each other in
-      // groups), and only to someone who may act there.
-      if (!event.replyToBot || !(await this.#mayAct(event.chatId, event.from))) return;
+      // groups), only in a chat contactd notifies (a stranger's group hears nothing), and only
+      // to someone who may act there.
+      if (!event.replyToBot) return;
+      if (!this.#deps.chats.has(event.chatId)) {
+        log("info", { event: "action_refused", result: "wrong_chat", update_id: event.updateId });
+        return;
+      }
+      if (!(await this.#mayAct(event.chatId, event.from))) return;
       log("info", {
         event: "action_refused",
         result: "not_notification",

@@ -18,6 +18,12 @@ export const LONG_POLL_S = 25;
 /** How often a poll in conflict is tried again. */
 export const CONFLICT_RETRY_MS = 30_000;
 
+/** The least time between two polls that brought nothing new (an idle long poll takes 25 s). */
+export const IDLE_POLL_MS = 1000;
+
+/** How many handled update ids the poller remembers, to tell a repeat from an id reset. */
+const RECENT_IDS = 1000;
+
 /** The longest back-off between failed polls. */
 export const POLL_RETRY_CAP_MS = 60_000;
 
@@ -154,6 +160,8 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
     const { offsets, log } = this.#deps;
     const signal = this.#stop.signal;
     let offset: number | undefined;
+    /** The update ids handled lately, oldest first (a repeat of one is no id reset). */
+    const recent = new Set<number>();
     try {
       offset = await offsets.load();
     } catch (error) {
@@ -183,8 +191,26 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
       } catch (error) {
         log("error", { event: "update_failed", error: describeError(error) });
       }
-      for (const update of updates) {
-        if (offset !== undefined && update.updateId < offset) continue; // handled before
+      let fresh: readonly U[] = updates.filter((update) =>
+        offset === undefined || update.updateId >= offset
+      );
+      if (
+        fresh.length === 0 && offset !== undefined && updates.length > 0 &&
+        updates.every((update) => !recent.has(update.updateId))
+      ) {
+        // Only ids below the offset, none handled lately, though the poll asked from the offset:
+        // Telegram chose new ids (it does after a week without updates). Taken from scratch,
+        // said once. (Ids handled lately, sent again by a broken API, are only skipped.)
+        log("warn", { event: "updates_offset_reset", offset, update_id: updates[0]!.updateId });
+        fresh = updates;
+      }
+      if (fresh.length === 0) {
+        // Nothing new: a real long poll waited for it. One answered at once (a broken proxy, a
+        // hostile API) must not become a busy loop.
+        await this.#deps.sleep(IDLE_POLL_MS, signal).catch(() => {});
+        continue;
+      }
+      for (const update of fresh) {
         try {
           await this.#deps.handle(update);
         } catch (error) {
@@ -198,6 +224,8 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
         // closing), so it is not confirmed, and the next start handles it again (idempotent).
         if (signal.aborted) break;
         offset = update.updateId + 1;
+        recent.add(update.updateId);
+        if (recent.size > RECENT_IDS) recent.delete(recent.values().next().value!);
         try {
           await offsets.save(offset);
         } catch (error) {

@@ -49,11 +49,23 @@ export interface SpamSubmission extends Sender {
 }
 
 /**
+ * A contact as a block key: trimmed, and when it is shaped like an email address its domain in
+ * lower case (a domain is never case-sensitive: `Ann@Example.ORG` is `Ann@example.org`'s
+ * mailbox). The local part is kept as written.
+ */
+export function contactKey(contact: string): string {
+  const trimmed = contact.trim();
+  const at = trimmed.lastIndexOf("@");
+  if (at <= 0 || /\s/.test(trimmed)) return trimmed;
+  return `${trimmed.slice(0, at)}@${trimmed.slice(at + 1).toLowerCase()}`;
+}
+
+/**
  * The keys a sender is checked under, and blocked under when marked as spam: its client address
- * key, then its contact trimmed, when not empty.
+ * key, then its contact ({@linkcode contactKey}), when not empty.
  */
 export function senderKeys(sender: Sender): BlockKey[] {
-  const contact = sender.contact.trim();
+  const contact = contactKey(sender.contact);
   const address: BlockKey = { kind: "address", value: rateLimitKey(sender.ip.trim()) };
   return contact === "" ? [address] : [address, { kind: "contact", value: contact }];
 }
@@ -61,7 +73,7 @@ export function senderKeys(sender: Sender): BlockKey[] {
 /**
  * The key `contactd unblock` means by `text`: an IP address (any written form, IPv4-mapped
  * included) is its client address key (`2001:db8::1` is `2001:db8::/64`); anything else is an
- * exact contact (trimmed).
+ * exact contact ({@linkcode contactKey}).
  */
 export function keyOf(text: string): BlockKey {
   const trimmed = text.trim();
@@ -69,7 +81,7 @@ export function keyOf(text: string): BlockKey {
   const network = trimmed.endsWith("/64") ? canonicalIp(trimmed.slice(0, -3)) : null;
   const ip = network?.includes(":") === true ? network : canonicalIp(trimmed);
   return ip === null
-    ? { kind: "contact", value: trimmed }
+    ? { kind: "contact", value: contactKey(trimmed) }
     : { kind: "address", value: rateLimitKey(ip) };
 }
 

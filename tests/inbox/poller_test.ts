@@ -5,6 +5,7 @@ import {
   afterPoll,
   afterPollFailure,
   CONFLICT_RETRY_MS,
+  IDLE_POLL_MS,
   type OffsetStore,
   POLL_RETRY_CAP_MS,
   type PollHealth,
@@ -291,7 +292,8 @@ Deno.test("failed polls back off in the loop, and a poll answered resets the bac
   const h = harness({ script: [DOWN, TIMEOUT, DOWN, ok([]), DOWN] });
   h.poller.start();
   await h.waiting;
-  assert.deepEqual(h.sleeps, [1000, 2000, 4000, 1000]);
+  // (The answered poll brought nothing: it waits IDLE_POLL_MS before the next.)
+  assert.deepEqual(h.sleeps, [1000, 2000, 4000, IDLE_POLL_MS, 1000]);
   assert.deepEqual(h.events(), ["updates_failed", "updates_resumed", "updates_failed"]);
   assert.deepEqual(h.lines[1]!.fields, { event: "updates_resumed", after: "failing" });
   assert.deepEqual(h.poller.health, { state: "failing", failures: 1 });
@@ -370,4 +372,32 @@ Deno.test("a poller closed before it starts never polls", async () => {
   await new Promise((resolve) => setTimeout(resolve, 0)); // every pending callback runs
   assert.deepEqual(h.polls, []);
   assert.deepEqual(h.handled, []);
+});
+
+Deno.test("a poll answered at once with nothing new waits before the next: never a busy loop", async () => {
+  // A broken proxy or a hostile API answering every getUpdates at once, with nothing, with junk
+  // ids (skipped by the reader), or with updates handled before.
+  const h = harness({
+    script: [
+      ok([]),
+      ok([{ update_id: -5 }, { update_id: 2 ** 60 }]),
+      ok([command(3)]),
+      ok([command(3)]),
+    ],
+  });
+  h.poller.start();
+  await h.waiting;
+  assert.deepEqual(h.handled, [3]);
+  assert.deepEqual(h.sleeps, [IDLE_POLL_MS, IDLE_POLL_MS, IDLE_POLL_MS]);
+  await h.poller.close();
+});
+
+Deno.test("update ids that start again lower (Telegram after a week without updates) are handled, said once", async () => {
+  const h = harness({ script: [ok([command(900_000_001)]), ok([command(12_345)])] });
+  h.poller.start();
+  await h.waiting;
+  assert.deepEqual(h.handled, [900_000_001, 12_345]);
+  assert.deepEqual(h.saves, [900_000_002, 12_346]);
+  assert.deepEqual(h.events(), ["updates_offset_reset"]);
+  await h.poller.close();
 });

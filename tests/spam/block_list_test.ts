@@ -165,3 +165,22 @@ Deno.test("an erasure removes every block of the submissions it found elsewhere,
     "contact:s1",
   ]);
 });
+
+Deno.test("a blocked email contact is held whatever the case of its domain; its local part counts as written", () => {
+  const list = new BlockList();
+  const now = Date.parse("2026-11-25T10:00:00Z");
+  for (
+    const block of spamBlocks(
+      { id: "s1", ip: "203.0.113.7", contact: "Spammer@Example.org" },
+      now,
+      DAY,
+    )
+  ) {
+    list.add(block);
+  }
+  const from = (contact: string) => list.match({ ip: "192.0.2.1", contact }, now)?.kind;
+  assert.equal(from("Spammer@EXAMPLE.ORG"), "contact");
+  assert.equal(from(" Spammer@example.org "), "contact");
+  assert.equal(from("spammer@example.org"), undefined);
+  assert.equal(keyOf("Spammer@EXAMPLE.org").value, "Spammer@example.org");
+});
