@@ -35,22 +35,23 @@ export interface PendingItem {
 /** At most this many items are listed by `/pending`; the rest are counted. */
 export const PENDING_LISTED = 30;
 
-/** An age as people say it: `45 s`, `12 min`, `3 h`, `2 d`. */
+/** An age as people say it, rounded down: `45 s`, `12 min`, `3 h`, `2 d`. */
 export function formatAge(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min`;
-  if (s < 172_800) return `${Math.floor(s / 3600)} h`;
-  return `${Math.floor(s / 86_400)} d`;
+  return _spoken(ms, Math.floor, 0);
 }
 
-/** A duration as people say it, rounded up: `45 s`, `12 min`, `3 h`, `2 d`. */
+/** A duration as people say it, rounded up (a wait): `45 s`, `12 min`, `3 h`, `2 d`. */
 export function formatPeriodShort(ms: number): string {
-  const s = Math.max(1, Math.ceil(ms / 1000));
+  return _spoken(ms, Math.ceil, 1);
+}
+
+/** `ms` in the largest unit that fits (days from 48 hours on), rounded by `round`. */
+function _spoken(ms: number, round: (x: number) => number, least: number): string {
+  const s = Math.max(least, round(ms / 1000));
   if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.ceil(s / 60)} min`;
-  if (s < 172_800) return `${Math.ceil(s / 3600)} h`;
-  return `${Math.ceil(s / 86_400)} d`;
+  if (s < 3600) return `${round(s / 60)} min`;
+  if (s < 172_800) return `${round(s / 3600)} h`;
+  return `${round(s / 86_400)} d`;
 }
 
 /** The answer to `/status`. */
