@@ -194,13 +194,15 @@ Deno.test("SIGHUP stops the service like SIGTERM: the request in flight is answe
   let called = () => {};
   const calledOnce = new Promise<void>((resolve) => called = resolve);
   // A Bot API that holds the first sendMessage until the signal has been sent (getMe, asked at
-  // start, is answered at once).
+  // start, and the chat's getUpdates are answered at once).
   const api = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     async (request) => {
       if (request.url.endsWith("/getMe")) {
         return Response.json({ ok: true, result: { id: 1, username: "held_bot" } });
       }
+      // The chat's long poll: nothing new (it is no sendMessage to hold).
+      if (request.url.endsWith("/getUpdates")) return Response.json({ ok: true, result: [] });
       called();
       await held;
       return Response.json({ ok: true, result: { message_id: 1 } });

@@ -166,8 +166,10 @@ function startSlowFront(target: string) {
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     async (request) => {
-      front.received++;
-      if (front.slow > 0) {
+      // The chat's long poll passes through: only notifications are slowed and counted.
+      const polling = new URL(request.url).pathname.endsWith("/getUpdates");
+      if (!polling) front.received++;
+      if (front.slow > 0 && !polling) {
         front.slow--;
         await new Promise((resolve) => setTimeout(resolve, front.delayMs));
         // A slow failure: the service stops meanwhile, so only its next start may deliver it.
