@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { BotApiResult } from "../bot/api.ts";
+import type { BotApiFailure, GetUpdatesResult } from "../bot/api.ts";
 import { describeError, type LogFields, type Logger } from "../log/logger.ts";
 
 /** The long poll's own limit, in seconds: Telegram holds the request this long when idle. */
@@ -61,7 +61,7 @@ export function afterPoll(health: PollHealth): PollStep {
  */
 export function afterPollFailure(
   health: PollHealth,
-  result: BotApiResult & { ok: false },
+  result: BotApiFailure,
   random: () => number,
 ): PollStep {
   if (result.errorCode === 409) {
@@ -116,9 +116,9 @@ export interface OffsetStore {
 /** What the poller works with; `U` is an update as `parse` reads it. */
 export interface PollerDeps<U extends { readonly updateId: number }> {
   /** One `getUpdates` from `offset` (lib/bot/api.ts), ended at once by `signal`. */
-  readonly poll: (offset: number | undefined, signal: AbortSignal) => Promise<BotApiResult>;
+  readonly poll: (offset: number | undefined, signal: AbortSignal) => Promise<GetUpdatesResult>;
   /** Splits a poll's result into update ids and what the handler needs (lib/bot/updates.ts). */
-  readonly parse: (result: unknown) => readonly U[];
+  readonly parse: (updates: readonly unknown[]) => readonly U[];
   /** Handles one update; a throw is logged (`update_failed`) and the update counts as handled. */
   readonly handle: (update: U) => Promise<void>;
   readonly offsets: OffsetStore;
@@ -169,7 +169,7 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
       log("error", { event: "updates_offset_read_failed", error: describeError(error) });
     }
     while (!signal.aborted) {
-      let result: BotApiResult;
+      let result: GetUpdatesResult;
       try {
         result = await this.#deps.poll(offset, signal);
       } catch (error) {
@@ -187,7 +187,7 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
       }
       let updates: readonly U[] = [];
       try {
-        updates = this.#deps.parse(result.result);
+        updates = this.#deps.parse(result.updates);
       } catch (error) {
         log("error", { event: "update_failed", error: describeError(error) });
       }

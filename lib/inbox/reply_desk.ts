@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { isRecord } from "../common/json.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { replySubject } from "../mail/message.ts";
@@ -105,10 +106,9 @@ export function replyDesk(
       );
     }
     const form = typeof record.value.form === "string" ? record.value.form : undefined;
-    const fields = record.value.fields;
-    const subjectField = typeof fields === "object" && fields !== null &&
-        typeof (fields as Record<string, unknown>).subject === "string"
-      ? (fields as Record<string, string>).subject
+    const { fields } = record.value;
+    const subjectField = isRecord(fields) && typeof fields.subject === "string"
+      ? fields.subject
       : undefined;
     const id = `${event.chatId}:${event.messageId}`;
     let added: boolean;

@@ -129,15 +129,13 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
     log,
   });
   const poller = new UpdatePoller({
-    async poll(offset, signal) {
-      const result = await getUpdates({ ...api, signal }, {
+    poll: (offset, signal) =>
+      getUpdates({ ...api, signal }, {
         offset,
         timeoutS: LONG_POLL_S,
         allowedUpdates: ALLOWED_UPDATES,
-      });
-      return result.ok ? { ok: true, result: result.updates } : result;
-    },
-    parse: (result) => parseUpdates(result, deps.botUsername),
+      }),
+    parse: (updates) => parseUpdates(updates, deps.botUsername),
     handle: (event) => inbox.handle(event),
     offsets: offsetFile(deps.messagesFile, deps.fs, log, deps.botId),
     sleep: (ms, signal) =>

@@ -32,6 +32,45 @@ export interface PendingItem {
   readonly attempts: number;
 }
 
+/**
+ * What waits, for `/pending`: the submissions not yet in the chat (outbox entries not done) and
+ * the replies not yet emailed, with their ages at `wallNow` (ms since the epoch) by their `ts`.
+ */
+export function pendingItems(
+  messages: Iterable<
+    { readonly id: string; readonly ts: string; readonly attempts: number; readonly done: unknown }
+  >,
+  replies: Iterable<
+    { readonly submission: string; readonly ts: string; readonly attempts: number }
+  >,
+  wallNow: number,
+): PendingItem[] {
+  const ageMs = (ts: string) => Math.max(0, wallNow - Date.parse(ts));
+  const items: PendingItem[] = [];
+  for (const entry of messages) {
+    if (entry.done) continue;
+    items.push({ kind: "message", id: entry.id, ageMs: ageMs(entry.ts), attempts: entry.attempts });
+  }
+  for (const reply of replies) {
+    items.push({
+      kind: "reply",
+      id: reply.submission,
+      ageMs: ageMs(reply.ts),
+      attempts: reply.attempts,
+    });
+  }
+  return items;
+}
+
+/** The oldest waiting submission's age among `items` (`/status`); `undefined` when none waits. */
+export function oldestMessageMs(items: readonly PendingItem[]): number | undefined {
+  let oldest: number | undefined;
+  for (const item of items) {
+    if (item.kind === "message") oldest = Math.max(oldest ?? 0, item.ageMs);
+  }
+  return oldest;
+}
+
 /** At most this many items are listed by `/pending`; the rest are counted. */
 export const PENDING_LISTED = 30;
 

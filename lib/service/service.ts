@@ -30,7 +30,7 @@ import { keepServing, type KeptServing, pause, type Serving } from "../http/keep
 import { describeError, type Logger } from "../log/logger.ts";
 import { SUMMARY_INTERVAL_MS, tallyRefusals } from "../log/tally.ts";
 import { RateLimiter } from "../net/rate_limit.ts";
-import { openOutbox, type OutboxEntry, outboxPath } from "../storage/outbox.ts";
+import { openOutbox, outboxPath } from "../storage/outbox.ts";
 import type { KeptFile } from "../storage/erasure.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { openReplyStore, type ReplyStore } from "../mail/reply_store.ts";
@@ -38,7 +38,7 @@ import { smtpTransport } from "../mail/smtp_transport.ts";
 import { findRecord } from "../storage/records.ts";
 import type { ChatDeletion } from "../storage/ledger.ts";
 import type { InlineKeyboard } from "../bot/keyboard.ts";
-import type { PendingItem } from "../inbox/status_text.ts";
+import { oldestMessageMs, pendingItems } from "../inbox/status_text.ts";
 import { recoverRecords } from "../storage/recovery.ts";
 import { applyRetention, RETENTION_INTERVAL_MS } from "../storage/retention.ts";
 import { denoRewriteFs } from "../storage/rewrite.ts";
@@ -552,6 +552,8 @@ export async function startService(
   const bot = identity === undefined ? undefined : botCheckReport(identity);
   if (bot !== undefined && "fields" in bot) log(bot.level, bot.fields);
   if (queue !== undefined && messenger !== undefined && chatActions.enabled && !stopping) {
+    const waiting = () =>
+      pendingItems(outbox.entries(), replies?.pending() ?? [], io.clock.wallNow());
     const inbox: RunningInbox = startChatInbox({
       api: { ...api, token: messenger.token },
       queue,
@@ -586,22 +588,14 @@ export async function startService(
         return {
           delivery: queue.status(),
           pending: outbox.pendingCount,
-          oldestMs: oldestPendingMs(outbox, io.clock.wallNow()),
+          oldestMs: oldestMessageMs(waiting()),
           replies: replies?.pending().length,
           delivered: recent.count("delivered", now),
           heldSpam: recent.count("held_spam", now),
           rateLimited: recent.count("rate_limited", now),
         };
       },
-      pending: () => [
-        ...pendingItems(outbox, io.clock.wallNow()),
-        ...(replies?.pending() ?? []).map((reply) => ({
-          kind: "reply" as const,
-          id: reply.submission,
-          ageMs: Math.max(0, io.clock.wallNow() - Date.parse(reply.ts)),
-          attempts: reply.attempts,
-        })),
-      ],
+      pending: waiting,
       messagesFile: config.messagesFile,
       fs: denoFs,
       clock: io.clock,
@@ -666,36 +660,6 @@ function domainOf(address: string): string {
 
 /** How often the block list takes in what `contactd unblock` appended. */
 export const BLOCK_REFRESH_MS = 1000;
-
-/** The oldest pending submission's age at `wallNow`, by its `ts`; `undefined` when none waits. */
-function oldestPendingMs(
-  outbox: { entries(): IterableIterator<OutboxEntry> },
-  wallNow: number,
-): number | undefined {
-  for (const entry of outbox.entries()) {
-    if (entry.done) continue;
-    return Math.max(0, wallNow - Date.parse(entry.ts));
-  }
-  return undefined;
-}
-
-/** `/pending`'s items: the pending submissions' ids, ages and attempts. */
-function pendingItems(
-  outbox: { entries(): IterableIterator<OutboxEntry> },
-  wallNow: number,
-): PendingItem[] {
-  const items: PendingItem[] = [];
-  for (const entry of outbox.entries()) {
-    if (entry.done) continue;
-    items.push({
-      kind: "message",
-      id: entry.id,
-      ageMs: Math.max(0, wallNow - Date.parse(entry.ts)),
-      attempts: entry.attempts,
-    });
-  }
-  return items;
-}
 
 /** Adds a signal listener that the stack removes. */
 function listen(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { BotApiResult } from "../../lib/bot/api.ts";
+import type { BotApiFailure, GetUpdatesResult } from "../../lib/bot/api.ts";
 import { parseUpdates } from "../../lib/bot/updates.ts";
 import {
   afterPoll,
@@ -14,7 +14,7 @@ import {
 } from "../../lib/inbox/poller.ts";
 import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
 
-type Failure = BotApiResult & { ok: false };
+type Failure = BotApiFailure;
 
 const WEBHOOK: Failure = {
   ok: false,
@@ -31,8 +31,8 @@ const OTHER_POLLER: Failure = {
 const DOWN: Failure = { ok: false, error: "502 Bad Gateway", errorCode: 502 };
 const TIMEOUT: Failure = { ok: false, error: "timeout" };
 
-function ok(updates: unknown[]): BotApiResult {
-  return { ok: true, result: updates };
+function ok(updates: unknown[]): GetUpdatesResult {
+  return { ok: true, updates };
 }
 
 /** A `/status` command update, as Telegram sends it. */
@@ -51,7 +51,7 @@ function command(updateId: number): unknown {
 
 interface Options {
   /** The poll's answers, in order; once they run out, a poll waits until it is aborted. */
-  script: BotApiResult[];
+  script: GetUpdatesResult[];
   load?: () => Promise<number | undefined>;
   save?: (offset: number) => Promise<void>;
   handle?: (update: { readonly updateId: number }) => Promise<void>;

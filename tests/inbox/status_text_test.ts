@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import {
   formatAge,
+  oldestMessageMs,
   PENDING_LISTED,
   type PendingItem,
+  pendingItems,
   pendingText,
   type StatusReport,
   statusText,
@@ -163,4 +165,25 @@ Deno.test("the answers can carry no personal data: their inputs are ids, ages an
     );
   }
   assert.equal(lines.at(-1), "… and 10 more");
+});
+
+Deno.test("what waits: messages not yet in the chat and replies not yet emailed, with their ages; the oldest message's age", () => {
+  const now = Date.parse("2026-11-25T12:00:00Z");
+  const items = pendingItems(
+    [
+      { id: "a", ts: "2026-11-25T11:00:00Z", attempts: 2, done: false },
+      { id: "b", ts: "2026-11-25T11:59:00Z", attempts: 0, done: "delivered" },
+      { id: "c", ts: "2026-11-25T11:30:00Z", attempts: 0, done: false },
+    ],
+    [{ submission: "d", ts: "2026-11-25T10:00:00Z", attempts: 1 }],
+    now,
+  );
+  assert.deepEqual(items, [
+    { kind: "message", id: "a", ageMs: 3_600_000, attempts: 2 },
+    { kind: "message", id: "c", ageMs: 1_800_000, attempts: 0 },
+    { kind: "reply", id: "d", ageMs: 7_200_000, attempts: 1 },
+  ]);
+  // The reply is older, but /status's oldest is a message's.
+  assert.equal(oldestMessageMs(items), 3_600_000);
+  assert.equal(oldestMessageMs([]), undefined);
 });
