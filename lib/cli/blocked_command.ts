@@ -13,7 +13,7 @@ import { appendBlockLines, readBlockList } from "../spam/block_file.ts";
 import { type Block, keyOf, keyText } from "../spam/block_list.ts";
 import { liftKeyLine } from "../spam/block_lines.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
-import { CommandFailure, type CommandIo, run } from "./commands.ts";
+import { CommandFailure, type CommandIo, printable, run } from "./commands.ts";
 import { messagesFileOf } from "./export_command.ts";
 import type { Settings } from "../config/settings.ts";
 
@@ -64,7 +64,7 @@ export const unblockCommand = (settings: Settings, io: BlockedIo, options: Unblo
       block.kind === key.kind && block.value === key.value
     );
     const stored = list.all().some((block) => block.kind === key.kind && block.value === key.value);
-    const shown = _printable(keyText(key));
+    const shown = printable(keyText(key), 200);
     if (!stored) {
       io.out(`lifted 0 blocks: ${shown} is not blocked (contactd blocked lists what is)`);
       return;
@@ -96,14 +96,7 @@ async function _read(io: BlockedIo, path: string) {
 
 /** One line of `contactd blocked`. */
 function _row(block: Block): string {
-  return [block.kind, _printable(block.value), block.until, block.submission].join("\t");
-}
-
-/** Control and format characters as spaces, at most 200 characters: one line per block. */
-function _printable(text: string): string {
-  const clean = text.replace(/[\p{Cc}\p{Cf}\u2028\u2029]+/gu, " ").trim();
-  const chars = Array.from(clean);
-  return chars.length > 200 ? `${chars.slice(0, 199).join("")}…` : clean || "-";
+  return [block.kind, printable(block.value, 200), block.until, block.submission].join("\t");
 }
 
 function _reason(error: unknown): string {

@@ -410,7 +410,7 @@ function describeName(chat: Chat): string {
  * A value a stranger chose, safe for a terminal: no control, bidi or line-break characters, at
  * most `max` characters.
  */
-function printable(value: unknown, max = 64): string {
+export function printable(value: unknown, max = 64): string {
   const text = String(value).replace(/[\p{Cc}\p{Cf}\u2028\u2029]+/gu, " ").trim();
   const chars = Array.from(text); // code points: a cut never splits a surrogate pair
   return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : text || "-";

@@ -63,16 +63,10 @@ export interface ForgetIo extends CommandIo {
   readonly sleep?: (ms: number) => Promise<void>;
   /** A request's nonce. */
   readonly nonce?: () => string;
-  /**
-   * The other files beside the backup file (the block list, the replies), opened for this
-   * erasure with the service stopped (the lock held; `dryRun`: opened to read only); absent:
-   * none. The running service uses its own.
-   */
-  readonly keptFiles?: (messagesFile: string, dryRun: boolean) => Promise<KeptFiles>;
 }
 
 /** The other files an erasure with the service stopped works on, and closing them after. */
-export interface KeptFiles {
+interface KeptFiles {
   readonly files: readonly KeptFile[];
   close(): Promise<void>;
 }
@@ -170,7 +164,7 @@ async function _stopped(
     if (await _exists(fs, ledgerPath(path))) {
       ledger = await openLedger(ledgerPath(path), { fs, log });
     }
-    kept = await (io.keptFiles ?? _keptFiles(fs, log))(path, false);
+    kept = await _keptFiles(fs, log, path, false);
     return await erase(
       {
         ..._stoppedDeps(io, fs, path, outbox),
@@ -218,54 +212,54 @@ async function _stopped(
  * with the service stopped (created by nothing: a file that is not there has nothing to forget).
  * A dry run reads them and writes nothing.
  */
-function _keptFiles(
+async function _keptFiles(
   fs: RewriteFs,
   log: Logger,
-): (messagesFile: string, dryRun: boolean) => Promise<KeptFiles> {
-  return async (messagesFile, dryRun) => {
-    const files: KeptFile[] = [];
-    const closers: Array<() => Promise<void>> = [];
-    const blockFile = blockListPath(messagesFile);
-    if (await _exists(fs, blockFile)) {
-      if (dryRun) {
-        const { list } = await readBlockList(fs, blockFile);
-        files.push({
-          name: "blocked",
-          forget: (match, ids) => Promise.resolve(list.forgotten(match, ids).length),
-        });
-      } else {
-        const store = await BlockStore.open({
-          fs,
-          path: blockFile,
-          now: Date.now,
-          log,
-          create: false,
-        });
-        closers.push(() => store.close());
-        files.push({ name: "blocked", forget: (match, ids) => store.forget(match, ids) });
-      }
+  messagesFile: string,
+  dryRun: boolean,
+): Promise<KeptFiles> {
+  const files: KeptFile[] = [];
+  const closers: Array<() => Promise<void>> = [];
+  const blockFile = blockListPath(messagesFile);
+  if (await _exists(fs, blockFile)) {
+    if (dryRun) {
+      const { list } = await readBlockList(fs, blockFile);
+      files.push({
+        name: "blocked",
+        forget: (match, ids) => Promise.resolve(list.forgotten(match, ids).length),
+      });
+    } else {
+      const store = await BlockStore.open({
+        fs,
+        path: blockFile,
+        now: Date.now,
+        log,
+        create: false,
+      });
+      closers.push(() => store.close());
+      files.push({ name: "blocked", forget: (match, ids) => store.forget(match, ids) });
     }
-    const repliesFile = repliesPath(messagesFile);
-    if (await _exists(fs, repliesFile)) {
-      if (dryRun) {
-        const read = await readReplies(fs, repliesFile);
-        const all = [...read.pending, ...read.audits];
-        files.push({
-          name: "replies",
-          forget: (_match, ids) => Promise.resolve(all.filter((r) => ids.has(r.submission)).length),
-        });
-      } else {
-        const store = await openReplyStore({ fs, path: repliesFile, log, now: () => new Date() });
-        closers.push(() => store.close());
-        files.push({ name: "replies", forget: (_match, ids) => store.forget(ids) });
-      }
+  }
+  const repliesFile = repliesPath(messagesFile);
+  if (await _exists(fs, repliesFile)) {
+    if (dryRun) {
+      const read = await readReplies(fs, repliesFile);
+      const all = [...read.pending, ...read.audits];
+      files.push({
+        name: "replies",
+        forget: (_match, ids) => Promise.resolve(all.filter((r) => ids.has(r.submission)).length),
+      });
+    } else {
+      const store = await openReplyStore({ fs, path: repliesFile, log, now: () => new Date() });
+      closers.push(() => store.close());
+      files.push({ name: "replies", forget: (_match, ids) => store.forget(ids) });
     }
-    return {
-      files,
-      async close() {
-        for (const close of closers) await close();
-      },
-    };
+  }
+  return {
+    files,
+    async close() {
+      for (const close of closers) await close();
+    },
   };
 }
 
@@ -348,7 +342,7 @@ async function _stoppedDry(
       entries: () => chat?.entries.values() ?? [],
       forget: () => Promise.reject(new Error("a dry run writes nothing")),
     };
-    kept = await (io.keptFiles ?? _keptFiles(fs, _commandLog(io)))(path, true);
+    kept = await _keptFiles(fs, _commandLog(io), path, true);
     return await erase(
       {
         ..._stoppedDeps(io, fs, path, outbox),

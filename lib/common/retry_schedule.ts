@@ -12,12 +12,16 @@ export const RETRY_CAP_MS = 600_000;
 
 /**
  * The delay before try number `failures + 1`, after `failures` (≥ 1) failed tries in a row:
- * `RETRY_BASE_MS · 2^(failures − 1)`, at most `RETRY_CAP_MS`, then "equal jitter": a random point
+ * `RETRY_BASE_MS · 2^(failures − 1)`, at most `capMs` (`RETRY_CAP_MS`), then "equal jitter": a random point
  * between half of it and all of it. `random` returns a number in [0, 1).
  */
-export function retryDelayMs(failures: number, random: () => number): number {
+export function retryDelayMs(
+  failures: number,
+  random: () => number,
+  capMs: number = RETRY_CAP_MS,
+): number {
   const exponent = Math.min(Math.max(failures, 1) - 1, 30);
-  const delay = Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** exponent);
+  const delay = Math.min(capMs, RETRY_BASE_MS * 2 ** exponent);
   return delay / 2 + (delay / 2) * random();
 }
 

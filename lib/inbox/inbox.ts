@@ -92,8 +92,8 @@ export interface ReplyRequest {
 export interface InboxDeps {
   readonly api: ChatApi;
   readonly ledger: InboxLedger;
-  /** Absent: Spam changes the state only (it cannot happen: the service always has one). */
-  readonly blocks?: InboxBlocks;
+  /** The block list Spam and Not spam act on. */
+  readonly blocks: InboxBlocks;
   /** The chats contactd notifies (the default form's and every form's): commands count there. */
   readonly chats: ReadonlySet<number>;
   /** `CHAT_ACTIONS_BY`. */
@@ -176,8 +176,8 @@ export class Inbox {
       toast = `Already ${STATE_NAMES[state]}.`;
       // Made again (both are idempotent): an earlier press whose block or lift failed after its
       // state was written is completed by pressing again.
-      if (state === "spam" && entry !== undefined) await blocks?.block(entry, event.from.id);
-      if (state === "open" && data.action === "not_spam") await blocks?.lift(id);
+      if (state === "spam" && entry !== undefined) await blocks.block(entry, event.from.id);
+      if (state === "open" && data.action === "not_spam") await blocks.lift(id);
       by = entry?.byName ?? by;
       at = entry?.at ?? at;
     } else {
@@ -186,10 +186,10 @@ export class Inbox {
       toast = transition.toast;
       // The effect before the state: a failure leaves the state as it was, and the press can be
       // repeated. The block list logs `blocked` and `unblocked` (kinds of block, never keys).
-      if (transition.effect === "block" && entry !== undefined && blocks !== undefined) {
+      if (transition.effect === "block" && entry !== undefined) {
         await blocks.block(entry, event.from.id);
         toast = `${toast} for ${blocks.period}.`;
-      } else if (transition.effect === "unblock" && blocks !== undefined) {
+      } else if (transition.effect === "unblock") {
         await blocks.lift(id);
       }
       await ledger.setState(id, state, event.from, now);

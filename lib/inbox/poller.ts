@@ -10,6 +10,7 @@
  * @module
  */
 import type { BotApiFailure, GetUpdatesResult } from "../bot/api.ts";
+import { retryDelayMs } from "../common/retry_schedule.ts";
 import { describeError, type LogFields, type Logger } from "../log/logger.ts";
 
 /** The long poll's own limit, in seconds: Telegram holds the request this long when idle. */
@@ -85,8 +86,7 @@ export function afterPollFailure(
     };
   }
   const failures = health.state === "failing" ? health.failures + 1 : 1;
-  const base = Math.min(POLL_RETRY_CAP_MS, 1000 * 2 ** Math.min(failures - 1, 16));
-  const waitMs = Math.round(base / 2 + (random() * base) / 2);
+  const waitMs = Math.round(retryDelayMs(failures, random, POLL_RETRY_CAP_MS));
   return {
     health: { state: "failing", failures },
     waitMs,

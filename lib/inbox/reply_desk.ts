@@ -105,7 +105,6 @@ export function replyDesk(
           `${formatPeriodShort(check.retryAfterMs)}.`,
       );
     }
-    const form = typeof record.value.form === "string" ? record.value.form : undefined;
     const { fields } = record.value;
     const subjectField = isRecord(fields) && typeof fields.subject === "string"
       ? fields.subject
@@ -122,7 +121,11 @@ export function replyDesk(
         ...(event.topicId === undefined ? {} : { topic: event.topicId }),
         draft: {
           to,
-          subject: replySubject({ subjectField, formTitle: deps.formTitle(form), from: deps.from }),
+          subject: replySubject({
+            subjectField,
+            formTitle: deps.formTitle(record.form),
+            from: deps.from,
+          }),
           text: event.text,
           quoted: {
             ts: record.ts,

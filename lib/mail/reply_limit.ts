@@ -7,15 +7,10 @@
  *
  * @module
  */
+import type { RateLimit } from "../config/config.ts";
 
-/** `REPLY_LIMIT`'s default. */
-export const DEFAULT_REPLY_LIMIT = "20/1h";
-
-/** At most `limit` replies accepted in any `windowMs` (the shape of config's `RateLimit`). */
-export interface ReplyLimit {
-  readonly limit: number;
-  readonly windowMs: number;
-}
+/** At most `limit` replies accepted in any `windowMs` (`REPLY_LIMIT`, lib/config/config.ts). */
+export type ReplyLimit = RateLimit;
 
 /** Whether another reply may be accepted now, and if not, when the oldest counted one leaves. */
 export type ReplyLimitCheck =

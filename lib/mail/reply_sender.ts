@@ -59,8 +59,6 @@ export interface ReplySenderOptions {
   readonly log: Logger;
   /** Told each outcome once; must not throw (a throw is logged). */
   readonly onOutcome: (reply: PendingReply, outcome: ReplyOutcome) => void;
-  /** {@linkcode CLOSE_WAIT_MS} unless set. */
-  readonly closeWaitMs?: number;
 }
 
 /** The sender's state. */
@@ -76,7 +74,7 @@ export interface ReplySender {
   wake(): void;
   /** Its state, for tests and `/status`. */
   state(): ReplySenderState["kind"];
-  /** Stops: no new try; waits for a send under way at most `closeWaitMs`. Later calls wait too. */
+  /** Stops: no new try; waits for a send under way at most {@linkcode CLOSE_WAIT_MS}. Later calls wait too. */
   close(): Promise<void>;
 }
 
@@ -222,7 +220,7 @@ export function startReplySender(options: ReplySenderOptions): ReplySender {
         if (before.kind !== "sending") return;
         let timer: unknown;
         const bound = new Promise<void>((resolve) => {
-          timer = clock.setTimer(resolve, options.closeWaitMs ?? CLOSE_WAIT_MS);
+          timer = clock.setTimer(resolve, CLOSE_WAIT_MS);
         });
         await Promise.race([before.done, bound]);
         clock.clearTimer(timer);

@@ -1,7 +1,8 @@
 /**
  * The replies file (`MESSAGES_FILE.replies`): every reply the owner sent from the chat, on disk
  * before it is mailed, and afterwards its audit. Whole JSON lines, 0600, never written through a
- * symbolic link; a torn last line (a crash mid-write) is skipped and logged.
+ * symbolic link; a last line without its line break (a crash mid-write) is logged, read when it
+ * is whole JSON and skipped when not, and ended by the rewrite at open.
  *
  * Lines: `add` (the reply with what its mail needs: recipient, subject, text, quoted message),
  * `failed` (a try that failed: when, why), `done` (`sent` or `given_up`: when, why), and `audit`
@@ -14,6 +15,7 @@
  * @module
  */
 import { isRecord, parseJsonText } from "../common/json.ts";
+import { formatTimestamp } from "../common/timestamp.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import {
   openNoFollow,
@@ -113,7 +115,7 @@ export interface RepliesRead {
   readonly audits: ReplyAudit[];
   /** Lines skipped as damaged (a torn last line included). */
   readonly skipped: number;
-  /** Whether the last line was torn (no line end, not whole JSON). */
+  /** Whether the last line has no line break (torn by a crash; read if it is whole JSON). */
   readonly torn: boolean;
   /** Done replies whose `add` (with the text) is still in the file. */
   readonly doneWithText: number;
@@ -151,12 +153,12 @@ export function parseReplies(text: string): RepliesRead {
   all.forEach((line, index) => {
     if (line === "") return;
     const record = _parseLine(line);
+    // A last line without its line break is torn, whole JSON or not (the next rewrite ends it).
+    if (index === all.length - 1 && last !== "") torn = true;
     if (record === undefined) {
       skipped++;
-      if (index === all.length - 1 && last !== "") torn = true;
       return;
     }
-    if (last !== "" && index === all.length - 1) torn = true;
     switch (record.op) {
       case "add":
         adds.set(record.reply.id, record.reply);
@@ -173,16 +175,7 @@ export function parseReplies(text: string): RepliesRead {
         if (reply === undefined) break;
         adds.delete(record.id);
         doneWithText++;
-        audits.set(record.id, {
-          id: reply.id,
-          submission: reply.submission,
-          ts: reply.ts,
-          to: maskAddress(reply.draft.to),
-          result: record.result,
-          done: record.ts,
-          attempts: reply.attempts + (record.result === "sent" ? 1 : 0),
-          ...(record.reason === undefined ? {} : { reason: record.reason }),
-        });
+        audits.set(record.id, _auditOf(reply, record.ts, record.result, record.reason));
         break;
       }
       case "audit":
@@ -221,8 +214,8 @@ export async function openReplyStore(options: ReplyStoreOptions): Promise<ReplyS
   const pending = new Map(read.pending.map((reply) => [reply.id, reply]));
   let audits = read.audits;
   if (options.retentionMs !== undefined) {
-    const before = new Date(options.now().getTime() - options.retentionMs).toISOString();
-    audits = audits.filter((audit) => audit.done >= before.slice(0, 19) + "Z");
+    const before = formatTimestamp(new Date(options.now().getTime() - options.retentionMs));
+    audits = audits.filter((audit) => audit.done >= before);
   }
   const auditMap = new Map(audits.map((audit) => [audit.id, audit]));
   const store = new _ReplyStore(fs, path, log, pending, auditMap);
@@ -276,16 +269,7 @@ class _ReplyStore implements ReplyStore {
         ...(reason === undefined ? {} : { reason }),
       });
       this.waiting.delete(id);
-      this.kept.set(id, {
-        id,
-        submission: reply.submission,
-        ts: reply.ts,
-        to: maskAddress(reply.draft.to),
-        result,
-        done: ts,
-        attempts: reply.attempts + (result === "sent" ? 1 : 0),
-        ...(reason === undefined ? {} : { reason }),
-      });
+      this.kept.set(id, _auditOf(reply, ts, result, reason));
       // The text goes now; if it cannot, the next open's compaction takes it out.
       try {
         await this.#rewrite();
@@ -362,7 +346,7 @@ class _ReplyStore implements ReplyStore {
 
   async #append(line: Record<string, unknown>): Promise<void> {
     this.#file ??= await openNoFollow(this.fs, this.path, _APPEND);
-    await writeAll(this.#file, new TextEncoder().encode(JSON.stringify(line) + "\n"));
+    await writeAll(this.#file, ENCODER.encode(JSON.stringify(line) + "\n"));
     await this.#file.syncData();
   }
 
@@ -381,7 +365,28 @@ class _ReplyStore implements ReplyStore {
   }
 }
 
+const ENCODER = new TextEncoder();
+
 const _APPEND = { write: true, append: true, create: true, mode: 0o600 } as const;
+
+/** What the file keeps of `reply` once it was sent or given up at `done`: its audit. */
+function _auditOf(
+  reply: PendingReply,
+  done: string,
+  result: ReplyResult,
+  reason: string | undefined,
+): ReplyAudit {
+  return {
+    id: reply.id,
+    submission: reply.submission,
+    ts: reply.ts,
+    to: maskAddress(reply.draft.to),
+    result,
+    done,
+    attempts: reply.attempts + (result === "sent" ? 1 : 0),
+    ...(reason === undefined ? {} : { reason }),
+  };
+}
 
 function _addLine(reply: PendingReply): Record<string, unknown> {
   return {

@@ -34,20 +34,14 @@ import {
   spamBlocks,
   type SpamSubmission,
 } from "./block_list.ts";
-import {
-  blockLine,
-  type BlockOp,
-  liftKeyLine,
-  liftLine,
-  replay,
-  splitBlockText,
-} from "./block_lines.ts";
+import { blockLine, type BlockOp, liftKeyLine, liftLine, replay } from "./block_lines.ts";
+import { splitLines } from "../storage/records.ts";
 
-/** Storage's file system, and `chmod` where the rewrite can set the kept mode exactly. */
-export interface BlockFs extends ChmodFs {
-  /** Sets the mode of `path` (lib/storage/rewrite.ts `denoRewriteFs` has it); absent: not set. */
-  chmod?(path: string, mode: number): Promise<void>;
-}
+/**
+ * Storage's file system, with `chmod` where the rewrite can set the kept mode exactly
+ * (lib/storage/rewrite.ts `denoRewriteFs` has it).
+ */
+export type BlockFs = ChmodFs;
 
 /** How long a rewrite or `contactd unblock` waits for the other's lock: tries, ms apart. */
 export const LOCK_TRIES = 200;
@@ -135,7 +129,7 @@ export async function readBlockList(fs: StorageFs, path: string): Promise<BlockF
   } finally {
     file.close();
   }
-  const { lines, rest } = splitBlockText(decoder.decode(bytes));
+  const { lines, partial: rest } = splitLines(decoder.decode(bytes));
   const list = new BlockList();
   const damaged = replay(list, lines);
   return { list, damaged: rest.trim() === "" ? damaged : [...damaged, lines.length + 1] };
@@ -249,7 +243,7 @@ export class BlockStore {
   async #readNew(atOpen = false): Promise<void> {
     const bytes = await readFrom(this.#file, this.#offset);
     const end = bytes.lastIndexOf(NEWLINE) + 1;
-    const { lines } = splitBlockText(decoder.decode(bytes.subarray(0, end)));
+    const { lines } = splitLines(decoder.decode(bytes.subarray(0, end)));
     // A lift by key is `contactd unblock`'s (logged here, as it arrives; not again at a start).
     const onLift = atOpen ? undefined : (op: BlockOp, removed: readonly Block[]) => {
       if (!("kind" in op) || removed.length === 0) return;

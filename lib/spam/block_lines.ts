@@ -82,21 +82,6 @@ export function applyOp(list: BlockList, op: BlockOp): Block[] {
   return "submission" in op ? list.lift(op.submission) : list.liftKey(op);
 }
 
-/** The complete lines of a chunk of the file, and what follows its last line break. */
-export interface SplitText {
-  readonly lines: string[];
-  /** Text after the last line break: a line still being written, or torn. */
-  readonly rest: string;
-}
-
-/** Splits `text` at its line breaks (`\r\n` as well). */
-export function splitBlockText(text: string): SplitText {
-  const end = text.lastIndexOf("\n");
-  const whole = text.slice(0, end + 1);
-  const lines = whole === "" ? [] : whole.slice(0, -1).split("\n");
-  return { lines: lines.map((line) => line.replace(/\r$/, "")), rest: text.slice(end + 1) };
-}
-
 /**
  * Replays `lines` onto `list` in order; returns the numbers (1-based, from `firstLine`) of the
  * lines that are not an operation, skipped (empty lines are passed over). `onLift` is told of

@@ -91,12 +91,6 @@ export function matches(match: ForgetMatch, value: Readonly<Record<string, unkno
   }
 }
 
-/** Whether a backup line is a record that `match` names (a damaged line is not). */
-export function lineMatches(match: ForgetMatch, line: string): boolean {
-  const value = parseJsonText(line);
-  return isRecord(value) && matches(match, value);
-}
-
 /** What an erasure removed (or, dry, would remove). */
 export interface ErasureOutcome {
   /** Records of the backup file. */

@@ -197,7 +197,8 @@ export interface ChmodFs extends StorageFs {
  * synced (a failure of that last step is logged under `${event}_directory_sync_failed`, not
  * thrown: the file itself is synced). On failure the temporary file is removed (a failure to is
  * logged `${event}_cleanup_failed`) and `path` is left as it was. The small files beside
- * `MESSAGES_FILE` (the chat ledger, the block list, the updates offset) are rewritten this way.
+ * `MESSAGES_FILE` (the chat ledger, the block list, the replies, the updates offset) are rewritten
+ * this way.
  */
 export async function replaceFile(
   fs: ChmodFs,

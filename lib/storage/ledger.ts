@@ -106,14 +106,9 @@ export function ledgerTemporaryPath(path: string): string {
 
 /**
  * Reads the ledger at `path` without writing anything (a dry run): its entries and the
- * deletions waiting; no file is an empty ledger. Damaged lines and a torn last line are skipped
- * (and logged, `ledger_damaged_line`, when `log` is given).
+ * deletions waiting; no file is an empty ledger. Damaged lines and a torn last line are skipped.
  */
-export async function readLedger(
-  path: string,
-  fs: StorageFs = denoFs,
-  log?: Logger,
-): Promise<LedgerFold> {
+export async function readLedger(path: string, fs: StorageFs = denoFs): Promise<LedgerFold> {
   let file: StorageFile;
   try {
     const named = await fs.lstat(path);
@@ -126,7 +121,7 @@ export async function readLedger(
     throw error;
   }
   try {
-    return _fold(new TextDecoder().decode(await readFrom(file)), log ?? (() => {}));
+    return _fold(new TextDecoder().decode(await readFrom(file)), () => {});
   } finally {
     file.close();
   }

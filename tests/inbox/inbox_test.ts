@@ -197,7 +197,6 @@ interface Setup {
   chats?: number[];
   entries?: LedgerEntry[];
   reply?: ((request: ReplyRequest) => Promise<string>) | "none";
-  blocks?: "none";
 }
 
 function setup(options: Setup = {}) {
@@ -217,7 +216,7 @@ function setup(options: Setup = {}) {
   const deps: InboxDeps = {
     api,
     ledger,
-    ...(options.blocks === "none" ? {} : { blocks }),
+    blocks,
     chats: new Set(options.chats ?? [GROUP]),
     by: options.by ?? "members",
     status: () => (statusAsked++, REPORT),
@@ -660,15 +659,6 @@ Deno.test("a toast that fails is logged chat_answer_failed and the edit is still
 Deno.test("the state line's time is the wall clock's, in UTC to the minute", () => {
   assert.equal(formatUtc(NOW), AT);
   assert.equal(formatUtc(Date.parse("2026-01-02T03:04:59.999Z")), "2026-01-02 03:04 UTC");
-});
-
-Deno.test("without a block list, Spam changes the state only", async () => {
-  const s = setup({ blocks: "none" });
-  await s.inbox.handle(press({ data: `s:${ID}` }));
-  assert.deepEqual(s.ledger.sets.map((set) => set.state), ["spam"]);
-  assert.deepEqual(s.blocks.blocked, []);
-  assert.deepEqual(s.events(), ["marked_spam"]);
-  assert.equal(s.api.of("toast")[0]!.text, TRANSITIONS.spam.toast);
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -2,14 +2,15 @@ import assert from "node:assert/strict";
 import { DESK_ANSWERS, outcomeText, replyDesk } from "../../lib/inbox/reply_desk.ts";
 import type { NewReply } from "../../lib/mail/reply_store.ts";
 import type { ReplyEvent } from "../../lib/bot/updates.ts";
-import type { StoredRecord } from "../../lib/storage/records.ts";
+import { parseRecordLine, type StoredRecord } from "../../lib/storage/records.ts";
 import type { LogFields } from "../../lib/log/logger.ts";
 
 const NOW = Date.parse("2026-11-25T18:40:00Z");
 
+/** A backup record, read back as the backup file's reader reads it. */
 function record(value: Record<string, unknown>): StoredRecord {
   const full = { ts: "2026-11-25T10:00:00Z", id: "s1", message: "Hello there", ...value };
-  return { line: JSON.stringify(full), value: full, ts: full.ts as string, id: "s1" };
+  return parseRecordLine(JSON.stringify(full))!;
 }
 
 function event(text = "Thanks, see you Monday."): ReplyEvent {
