@@ -16,10 +16,11 @@
  */
 import { isRecord, parseJsonText } from "../common/json.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
+import { serial } from "../common/serial.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import {
   openNoFollow,
-  readAllText,
+  readTextIfPresent,
   replaceFile,
   type StorageFile,
   type StorageFs,
@@ -128,16 +129,7 @@ export interface RepliesRead {
  * empty.
  */
 export async function readReplies(fs: StorageFs, path: string): Promise<RepliesRead> {
-  let text: string;
-  try {
-    const info = await fs.lstat(path);
-    if (info.isSymlink) throw _linkRefused(path);
-    text = await readAllText(fs, path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) text = "";
-    else throw error;
-  }
-  return parseReplies(text);
+  return parseReplies(await readTextIfPresent(fs, path) ?? "");
 }
 
 /** The replies file's text read back (pure); see {@linkcode RepliesRead}. */
@@ -228,7 +220,7 @@ export async function openReplyStore(options: ReplyStoreOptions): Promise<ReplyS
 
 class _ReplyStore implements ReplyStore {
   #file: StorageFile | undefined;
-  #tail: Promise<unknown> = Promise.resolve();
+  readonly #serial = serial();
   #closed = false;
 
   constructor(
@@ -336,12 +328,10 @@ class _ReplyStore implements ReplyStore {
   }
 
   #queue<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.#tail.then(() => {
+    return this.#serial(() => {
       if (this.#closed) throw new Error(`${this.path} is closed`);
       return work();
     });
-    this.#tail = run.catch(() => undefined);
-    return run;
   }
 
   async #append(line: Record<string, unknown>): Promise<void> {
@@ -491,10 +481,4 @@ function _parseLine(line: string): _Line | undefined {
     default:
       return undefined;
   }
-}
-
-function _linkRefused(path: string): Error {
-  return new Deno.errors.PermissionDenied(
-    `${path} is a symbolic link: contactd never reads through a link`,
-  );
 }

@@ -14,6 +14,7 @@
  */
 import { formatTimestamp } from "../common/timestamp.ts";
 import type { Logger } from "../log/logger.ts";
+import { serial } from "../common/serial.ts";
 import type { ForgetMatch } from "../storage/erasure.ts";
 import {
   type ChmodFs,
@@ -152,8 +153,6 @@ export interface BlockStoreDeps {
   readonly create?: boolean;
 }
 
-function _settled(): void {}
-
 function _sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -171,7 +170,8 @@ export class BlockStore {
   #offset = 0;
   /** Lines in the file (read so far), for line numbers and to know when a compaction drops some. */
   #lines = 0;
-  #queue: Promise<unknown> = Promise.resolve();
+  /** Runs a task after every call before it; the caller gets its failure (and logs it). */
+  readonly #serial = serial();
 
   private constructor(deps: BlockStoreDeps, file: StorageFile) {
     this.#deps = deps;
@@ -203,14 +203,6 @@ export class BlockStore {
       throw error;
     }
     return store;
-  }
-
-  /** Runs `task` after every call before it. */
-  #serial<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.#queue.then(task);
-    // The caller gets the failure (and logs it); the queue only waits for it to settle.
-    this.#queue = result.then(_settled, _settled);
-    return result;
   }
 
   /** Runs `task` holding the file's lock: no `contactd unblock` appends meanwhile. */

@@ -159,6 +159,28 @@ export async function readAllText(fs: StorageFs, path: string): Promise<string> 
   }
 }
 
+/**
+ * The whole file at `path` as UTF-8 text, never read through a symbolic link (a link is refused,
+ * as {@linkcode openNoFollow} does); `undefined` when there is no file.
+ */
+export async function readTextIfPresent(
+  fs: StorageFs,
+  path: string,
+): Promise<string | undefined> {
+  let file: StorageFile;
+  try {
+    file = await openNoFollow(fs, path, { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+  try {
+    return new TextDecoder().decode(await readFrom(file));
+  } finally {
+    file.close();
+  }
+}
+
 /** Removes what `path` names, if anything (a link is removed, never followed). */
 export async function removeIfPresent(fs: StorageFs, path: string): Promise<void> {
   try {

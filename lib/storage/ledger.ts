@@ -11,10 +11,12 @@
  * @module
  */
 import type { Logger } from "../log/logger.ts";
+import { serial } from "../common/serial.ts";
 import {
   denoFs,
   openNoFollow,
   readFrom,
+  readTextIfPresent,
   replaceFile,
   type StorageFile,
   type StorageFs,
@@ -109,22 +111,8 @@ export function ledgerTemporaryPath(path: string): string {
  * deletions waiting; no file is an empty ledger. Damaged lines and a torn last line are skipped.
  */
 export async function readLedger(path: string, fs: StorageFs = denoFs): Promise<LedgerFold> {
-  let file: StorageFile;
-  try {
-    const named = await fs.lstat(path);
-    if (named.isSymlink || !named.isFile) {
-      throw new Deno.errors.PermissionDenied(`${path} is not a regular file`);
-    }
-    file = await fs.open(path, { read: true });
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return emptyFold();
-    throw error;
-  }
-  try {
-    return _fold(new TextDecoder().decode(await readFrom(file)), () => {});
-  } finally {
-    file.close();
-  }
+  const text = await readTextIfPresent(fs, path);
+  return text === undefined ? emptyFold() : _fold(text, () => {});
 }
 
 /**
@@ -176,7 +164,6 @@ class _FileLedger implements Ledger {
   readonly #index = new Map<string, string>();
   readonly #forgotten = new Set<string>();
   /** Every write, one after the other. */
-  #chain: Promise<unknown> = Promise.resolve();
 
   constructor(
     fs: StorageFs,
@@ -281,12 +268,8 @@ class _FileLedger implements Ledger {
     });
   }
 
-  #serial<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#chain.then(task);
-    // The caller sees a failure (its promise rejects); the next write goes on after it.
-    this.#chain = run.then(_settled, _settled);
-    return run;
-  }
+  /** The writes, one at a time: a failure reaches its caller, the next write goes on after it. */
+  readonly #serial = serial();
 
   async #append(line: string): Promise<void> {
     const handle = this.#open();
@@ -376,6 +359,3 @@ async function _replace(
   await replaceFile(fs, path, ledgerTemporaryPath(path), text, log, "ledger", { mode });
   return await openNoFollow(fs, path, { read: true, append: true, mode });
 }
-
-/** Either way a write ended, the next one may start. */
-function _settled(): void {}

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { denoFs, openNoFollow } from "../../lib/storage/file_system.ts";
+import { denoFs, openNoFollow, readTextIfPresent } from "../../lib/storage/file_system.ts";
 
 Deno.test("openNoFollow refuses a dangling symbolic link and creates nothing where it points", async () => {
   const dir = await Deno.makeTempDir();
@@ -48,6 +48,19 @@ Deno.test("openNoFollow creates a missing file with its mode, and opens an exist
     await again.write(new TextEncoder().encode("two\n"));
     again.close();
     assert.equal(await Deno.readTextFile(path), "one\ntwo\n");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("readTextIfPresent reads a file whole, says undefined for none, and never reads through a link", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/f`, "a\nb é\n");
+    assert.equal(await readTextIfPresent(denoFs, `${dir}/f`), "a\nb é\n");
+    assert.equal(await readTextIfPresent(denoFs, `${dir}/none`), undefined);
+    await Deno.symlink(`${dir}/f`, `${dir}/link`);
+    await assert.rejects(readTextIfPresent(denoFs, `${dir}/link`), Deno.errors.PermissionDenied);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
