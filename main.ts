@@ -13,7 +13,7 @@ import { permissionLine } from "./lib/config/permissions.ts";
 import type { Settings } from "./lib/config/settings.ts";
 import { settingsLogger } from "./lib/log/logger.ts";
 import { startService } from "./lib/service/service.ts";
-import { loadOutbox, readSubmissions } from "./lib/storage/outbox.ts";
+import { smtpTransport } from "./lib/mail/smtp_transport.ts";
 import denoJson from "./deno.json" with { type: "json" };
 
 const encoder = new TextEncoder();
@@ -21,7 +21,10 @@ const encoder = new TextEncoder();
 const granted = (permission: NeededPermission) =>
   Deno.permissions.querySync(permission).state === "granted";
 
-/** Runs the service until it is stopped: 0 after a graceful stop, 1 when it cannot start. */
+/**
+ * Runs the service until it is stopped: 0 after a graceful stop, 1 when it cannot start or lost
+ * its database.
+ */
 async function serve(settings: Settings, options: ServeOptions): Promise<number> {
   await using service = await startService(settings, {
     log: settingsLogger(
@@ -49,10 +52,23 @@ async function serve(settings: Settings, options: ServeOptions): Promise<number>
     addSignalListener: (signal, handler) => Deno.addSignalListener(signal, handler),
     removeSignalListener: (signal, handler) => Deno.removeSignalListener(signal, handler),
     ...(options.stopOnStdinEof === true ? { stdinEnded } : {}),
+    ...commitDelay(),
   });
   if (service === undefined) return 1;
   await service.finished;
-  return 0;
+  // A service that lost its database stops and exits non-zero, so systemd restarts it.
+  return service.stoppedBy() === "database_lost" ? 1 : 0;
+}
+
+/**
+ * The bench's slow-disk hook (`CONTACTD_TEST_COMMIT_DELAY_MS`: every database commit takes that
+ * much longer), read only where the flags let it be read: the service's own flags never do.
+ */
+function commitDelay(): { commitDelayMs?: number } {
+  const name = "CONTACTD_TEST_COMMIT_DELAY_MS";
+  if (Deno.permissions.querySync({ name: "env", variable: name }).state !== "granted") return {};
+  const ms = Number(Deno.env.get(name));
+  return Number.isFinite(ms) && ms > 0 ? { commitDelayMs: ms } : {};
 }
 
 /** Resolves when standard input ends (the launcher never writes to it). */
@@ -85,8 +101,6 @@ async function main(): Promise<number> {
       readTextFile: (path) => Deno.readTextFile(path),
       fileMode: async (path) => (await Deno.stat(path)).mode,
       fetch,
-      readOutbox: loadOutbox,
-      readSubmissions,
       now: () => new Date(),
       granted,
       out: line(Deno.stdout),
@@ -95,6 +109,7 @@ async function main(): Promise<number> {
       revoke: (name) => Deno.permissions.revokeSync({ name }),
       pid: Deno.pid,
       readStdin,
+      smtpTransport,
     });
   } catch (error) {
     const text = permissionLine(error);

@@ -3,28 +3,56 @@
  * does, for a POST, only the unavoidable I/O of a submission: read the body, one `fetch` to the
  * Bot API, one append + fsync of a line. No validation, no limiter, no logging, no ordering.
  * `FLOOR=durable`: what a submission that cannot be sent at once needs (the pacer holds it back):
- * an append + fsync to the outbox, then one to the backup file, and no fetch.
+ * one synced SQLite commit of its body (WAL, `synchronous=FULL`, one `INSERT` per transaction,
+ * bench/floor_db.ts), then one append + fsync to the backup file, and no fetch. The commit runs
+ * in a Worker that owns the connection (bench/floor_worker.ts), as contactd's does, so the HTTP
+ * thread never waits for a sync; `FLOOR=durable-main` commits on the HTTP thread instead.
  *
  * Settings (environment): PORT, MESSENGER_API_URL, MESSAGES_FILE, FLOOR.
  *
  * @module
  */
+import { openFloorDatabase } from "./floor_db.ts";
 
 const port = Number(Deno.env.get("PORT"));
 const api = `${Deno.env.get("MESSENGER_API_URL")}/bot1:x/sendMessage`;
-const file = await Deno.open(Deno.env.get("MESSAGES_FILE")!, {
-  append: true,
-  create: true,
-  mode: 0o600,
-});
-const durable = Deno.env.get("FLOOR") === "durable";
-const outbox = durable
-  ? await Deno.open(`${Deno.env.get("MESSAGES_FILE")!}.outbox`, {
-    append: true,
-    create: true,
-    mode: 0o600,
-  })
+const path = Deno.env.get("MESSAGES_FILE")!;
+const file = await Deno.open(path, { append: true, create: true, mode: 0o600 });
+const mode = Deno.env.get("FLOOR");
+const commit = mode === "durable"
+  ? await workerCommit(`${path}.db`)
+  : mode === "durable-main"
+  ? mainCommit(`${path}.db`)
   : undefined;
+
+/** Commits on this thread: the event loop waits for each commit's sync. */
+function mainCommit(database: string): (body: string) => Promise<void> {
+  const insert = openFloorDatabase(database);
+  return (body) => Promise.resolve(insert(body));
+}
+
+/** Commits in the worker; resolves when the worker has committed that body. */
+async function workerCommit(database: string): Promise<(body: string) => Promise<void>> {
+  const worker = new Worker(new URL("./floor_worker.ts", import.meta.url), { type: "module" });
+  const waiting = new Map<number, () => void>();
+  let opened = () => {};
+  worker.onmessage = (event: MessageEvent<{ id: number }>) => {
+    if (event.data.id === -1) return opened();
+    waiting.get(event.data.id)!();
+    waiting.delete(event.data.id);
+  };
+  await new Promise<void>((resolve) => {
+    opened = resolve;
+    worker.postMessage({ path: database });
+  });
+  let next = 0;
+  return (body) =>
+    new Promise((resolve) => {
+      const id = next++;
+      waiting.set(id, resolve);
+      worker.postMessage({ id, body });
+    });
+}
 const headers = { "content-type": "application/json" };
 
 async function appendSynced(target: Deno.FsFile, line: Uint8Array): Promise<void> {
@@ -50,8 +78,8 @@ Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, async (request, 
     return new Response(`{"ok":${seen.length > 0}}`, { headers });
   }
   const body = await request.text();
-  if (outbox !== undefined) {
-    await appendSynced(outbox, encoder.encode(body + "\n"));
+  if (commit !== undefined) {
+    await commit(body);
     await appendSynced(file, encoder.encode(body + "\n"));
     return new Response('{"ok":false,"stored":true}', { status: 502, headers });
   }

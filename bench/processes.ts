@@ -29,27 +29,82 @@ export const BENCH_TOKEN = "123456:bench-token";
 export function startContactd(
   apiUrl: string,
   settings: Record<string, string> = {},
+  options: ContactdOptions = {},
 ): Promise<Server> {
-  return start("contactd", (port, file) =>
-    serviceCommand({
+  return start("contactd", (port, file) => {
+    const all = {
       PORT: String(port),
       MESSAGES_FILE: file,
       MESSENGER_BOT_TOKEN: BENCH_TOKEN,
       MESSENGER_CHAT_ID: "1",
       MESSENGER_API_URL: apiUrl,
       ...settings,
-    }));
+    };
+    const command = (options.serviceCommand ?? serviceCommand)(all);
+    const delay = options.commitDelayMs;
+    if (delay === undefined) return command;
+    return {
+      args: command.args.map((arg) =>
+        arg.startsWith("--allow-env=") ? `${arg},${COMMIT_DELAY}` : arg
+      ),
+      env: { ...command.env, [COMMIT_DELAY]: String(delay) },
+    };
+  });
 }
 
-/** Starts the floor (bench/floor.ts) against the Bot API at `apiUrl`; `mode` "refusal" or "durable". */
+/** main.ts's slow-disk hook: every database commit takes this many milliseconds longer. */
+const COMMIT_DELAY = "CONTACTD_TEST_COMMIT_DELAY_MS";
+
+/** Options of {@linkcode startContactd}. */
+export interface ContactdOptions {
+  /**
+   * Delays every database commit by this much (main.ts reads `CONTACTD_TEST_COMMIT_DELAY_MS`
+   * only when granted it: the service's flags get `--allow-env` for that name added).
+   */
+  readonly commitDelayMs?: number;
+  /** Another checkout's tests/support/service.ts `serviceCommand` (its own main.ts and flags). */
+  readonly serviceCommand?: typeof serviceCommand;
+}
+
+/**
+ * Extracts commit `rev` of the repository holding this file into a new temporary directory
+ * (outside the checkout; removed by `remove`) and returns its `serviceCommand`, which runs its
+ * own main.ts with the flags of its own lib/config/permissions.ts.
+ */
+export async function checkoutCommand(
+  rev: string,
+): Promise<{ serviceCommand: typeof serviceCommand; dir: string; remove(): Promise<void> }> {
+  const repo = new URL("..", import.meta.url).pathname;
+  const dir = await Deno.makeTempDir({ prefix: "contactd-bench-landed-" });
+  const { success, stderr } = await new Deno.Command("sh", {
+    args: ["-c", 'git -C "$1" archive "$2" | tar -x -C "$3"', "sh", repo, rev, dir],
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!success) throw new Error(`git archive ${rev}: ${new TextDecoder().decode(stderr)}`);
+  const module = await import(`file://${dir}/tests/support/service.ts`);
+  return {
+    serviceCommand: module.serviceCommand,
+    dir,
+    remove: () => Deno.remove(dir, { recursive: true }),
+  };
+}
+
+/**
+ * Starts the floor (bench/floor.ts) against the Bot API at `apiUrl`; `mode` "refusal",
+ * "durable" (database commits in a worker) or "durable-main" (on the HTTP thread).
+ */
 export function startFloor(apiUrl: string, mode = "io"): Promise<Server> {
+  const modules = ["./floor_worker.ts", "./floor_db.ts"]
+    .map((name) => new URL(name, import.meta.url).pathname);
   return start("floor", (port, file) => ({
     args: [
       "run",
       "--no-prompt",
       "--allow-net=127.0.0.1",
-      `--allow-read=${file},${file}.outbox`,
-      `--allow-write=${file},${file}.outbox`,
+      `--allow-read=${file},${file}.db,${modules.join(",")}`,
+      `--allow-write=${file},${file}.db`,
       "--allow-env=PORT,MESSENGER_API_URL,MESSAGES_FILE,FLOOR",
       FLOOR,
     ],

@@ -148,8 +148,9 @@ async function compile(args: readonly string[]): Promise<number> {
   }
   for (const note of dotEnv.notes) console.error(`compile: ${note.text}`);
   // As deno task start reads them: the environment wins over .env; an empty value is unset.
+  // SMTP_URL only for its server's --allow-net entry (compileArgs): it is never baked in.
   const buildEnv = Object.fromEntries(
-    [...BUILD_SETTINGS, ENV_FILE_SETTING].map((name) => [
+    [...BUILD_SETTINGS, ENV_FILE_SETTING, "SMTP_URL"].map((name) => [
       name,
       Deno.env.get(name) ?? dotEnv.values[name],
     ]),

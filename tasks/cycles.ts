@@ -57,11 +57,12 @@ export function findCycles(graph: Graph): string[][] {
  */
 export const LAYERS: readonly (readonly string[])[] = [
   ["common"],
-  ["log"],
+  ["log", "learn"],
   ["config"],
   ["net", "form", "bot", "challenge", "storage"],
   ["delivery", "spam", "mail"],
   ["http", "inbox"],
+  ["upgrade"],
   ["cli"],
   ["service"],
 ];
@@ -75,7 +76,8 @@ type Place =
 
 function _placeOf(path: string): Place {
   if (path === "main.ts") return { kind: "main" };
-  const match = /^lib\/(?:([^/]+)\/)?([^/]+)$/.exec(path);
+  // A topic's subfolder (lib/storage/sqlite/) belongs to its topic.
+  const match = /^lib\/(?:([^/]+)\/(?:[^/]+\/)*)?([^/]+)$/.exec(path);
   if (match === null) {
     return path.startsWith("lib/") ? { kind: "unknown", folder: path } : {
       kind: "outside",

@@ -13,14 +13,18 @@
 import { ConfigError, parseConfig } from "../lib/config/config.ts";
 import { type LogFields, settingsLogger } from "../lib/log/logger.ts";
 import {
+  blockedFlags,
   exportFlags,
   forgetFlags,
+  pendingFlags,
   permissionLine,
   serviceFlags,
 } from "../lib/config/permissions.ts";
 import {
+  type EnvFile,
   type EnvFileNote,
   envFileNotes,
+  formSettingWarnings,
   mergeSettings,
   parseEnvFile,
   readSettings,
@@ -36,11 +40,14 @@ export const DOT_ENV = ".env";
 
 /**
  * The settings in the env file at `path` (none when it does not exist) with what to tell about
- * it, or one line saying why it cannot be read: a stack trace would tell an operator less.
+ * it, or one line saying why it cannot be read: a stack trace would tell an operator less. Its
+ * `FORM_` lines are told once `FORMS` is known ({@linkcode formSettingWarnings} with `file`).
  */
 export async function readDotEnv(
   path: string,
-): Promise<{ values: Record<string, string | undefined>; notes: EnvFileNote[] } | string> {
+): Promise<
+  { values: Record<string, string | undefined>; notes: EnvFileNote[]; file?: EnvFile } | string
+> {
   let text: string;
   let mode: number | null;
   try {
@@ -58,7 +65,7 @@ export async function readDotEnv(
     return permissionLine(error)?.replace(/^contactd: /, "") ?? `cannot read ${path}: ${reason}`;
   }
   const file = parseEnvFile(text);
-  return { values: file.values, notes: envFileNotes(path, file, mode) };
+  return { values: file.values, notes: envFileNotes(path, file, mode), file };
 }
 
 /** The invocation, or `undefined` when the child is to say what is wrong with it. */
@@ -115,17 +122,27 @@ async function launch(args: readonly string[]): Promise<number> {
   const settings = mergeSettings(dotEnv.values, fromProcess);
   // The same redaction as the service's own log lines.
   const report = _reporter(invocation, settings);
-  for (const note of dotEnv.notes) report.warn(note);
+  // A FORM_<X>_<SETTING> line no form of the FORMS in effect reads (FORM_SITEB_CHAT_ID for
+  // site-b) is told like the other skipped lines; the child tells about the environment's.
+  const formLines = dotEnv.file === undefined
+    ? []
+    : envFileNotes(DOT_ENV, { warnings: formSettingWarnings(dotEnv.file, settings.FORMS) }, null);
+  for (const note of [...dotEnv.notes, ...formLines]) report.warn(note);
 
   let flags: string[];
   const command = invocation?.kind === "run" ? invocation.command : undefined;
   try {
     const config = parseConfig(settings);
-    // export only reads the backup file, forget only touches contactd's own files.
+    // export only reads the backup file, forget only touches contactd's own files, pending
+    // only reads the database, blocked and unblock only use it.
     flags = command === "export"
       ? exportFlags(config)
       : command === "forget"
       ? forgetFlags(config)
+      : command === "pending"
+      ? pendingFlags(config)
+      : command === "blocked" || command === "unblock"
+      ? blockedFlags(config)
       : serviceFlags(config);
   } catch (error) {
     if (!(error instanceof ConfigError || error instanceof RangeError)) throw error;
@@ -143,14 +160,14 @@ async function launch(args: readonly string[]): Promise<number> {
   }
 
   const main = new URL("../main.ts", import.meta.url).href;
-  // The Deno running this launcher, the one binary the task's --allow-run names. The child's
-  // stdin is a pipe this process holds open and never writes: its end tells the child to stop.
+  // The Deno running this launcher, the one binary the task's --allow-run names. A serving
+  // child's stdin is a pipe this process holds open and never writes: its end tells the child to
+  // stop. Every other command has the task's own standard input (forget --contact -, unblock -).
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...flags, main, "--stop-on-stdin-eof", LAUNCHED_BY_TASK_FLAG, ...args],
     // mergeSettings keeps only the values that are set.
     env: settings as Record<string, string>,
-    // forget reads `--contact -` from the task's own standard input; it never serves.
-    stdin: command === "forget" ? "inherit" : "piped",
+    stdin: command === "serve" ? "piped" : "inherit",
   }).spawn();
   // The signals the child stops gracefully on are passed on (Windows knows only two).
   for (const signal of serviceSignals(Deno.build.os).stop) {

@@ -14,7 +14,7 @@ const text = Deno.readTextFileSync(new URL("CONTRIBUTING.md", ROOT));
 /** The layout table's rows: folder, layer and the files named in its last column. */
 function layoutRows(): Array<{ folder: string; layer: number; files: string[] }> {
   return text.split("\n")
-    .map((line) => /^\| `lib\/([a-z_]+)\/` +\| (\d+) +\|[^|]*\|(.*)\|$/.exec(line))
+    .map((line) => /^\| `lib\/([a-z_]+(?:\/[a-z_]+)*)\/` +\| (\d+) +\|[^|]*\|(.*)\|$/.exec(line))
     .filter((match) => match !== null)
     .map((match) => ({
       folder: match[1]!,
@@ -30,9 +30,16 @@ function section(heading: string): string {
   return text.slice(start, end < 0 ? text.length : end);
 }
 
-const libFolders = () =>
-  [...Deno.readDirSync(new URL("lib/", ROOT))].filter((entry) => entry.isDirectory)
-    .map((entry) => entry.name).sort();
+/** Every folder under lib/, a topic's subfolders included (`storage/sqlite`). */
+function libFolders(under = ""): string[] {
+  const found: string[] = [];
+  for (const entry of Deno.readDirSync(new URL(`lib/${under}`, ROOT))) {
+    if (!entry.isDirectory) continue;
+    const folder = `${under}${entry.name}`;
+    found.push(folder, ...libFolders(`${folder}/`));
+  }
+  return found.sort();
+}
 
 Deno.test("CONTRIBUTING's layout table has a row for every folder of lib/, and no other", () => {
   assert.deepEqual(layoutRows().map((row) => row.folder).sort(), libFolders());
@@ -40,7 +47,9 @@ Deno.test("CONTRIBUTING's layout table has a row for every folder of lib/, and n
 
 Deno.test("CONTRIBUTING's layout table gives each folder the layer deno task cycles enforces", () => {
   for (const row of layoutRows()) {
-    const layer = LAYERS.findIndex((folders) => folders.includes(row.folder));
+    // A subfolder is of its topic's layer.
+    const topic = row.folder.split("/")[0]!;
+    const layer = LAYERS.findIndex((folders) => folders.includes(topic));
     assert.equal(row.layer, layer, `lib/${row.folder}/ is layer ${layer} in tasks/cycles.ts`);
   }
 });
@@ -87,4 +96,82 @@ Deno.test("the life of a POST goes handler, rules, outbox, queue, Bot API, outbo
   ].map(first);
   assert.deepEqual(order, [...order].sort((a, b) => a - b), "in the order a POST takes");
   assert.match(life, /\*\*Outbox done\.\*\*/);
+});
+
+/** Every `.ts` file under `dir` (a path relative to the root), recursively. */
+function sourcesUnder(dir: string): string[] {
+  const found: string[] = [];
+  for (const entry of Deno.readDirSync(new URL(`${dir}/`, ROOT))) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) found.push(...sourcesUnder(path));
+    else if (entry.name.endsWith(".ts")) found.push(path);
+  }
+  return found;
+}
+
+Deno.test("every lib/ path a source file cites (in a comment or a string) exists", () => {
+  const cited = new Map<string, string>();
+  for (const file of [...sourcesUnder("lib"), ...sourcesUnder("tasks"), "main.ts"]) {
+    const source = Deno.readTextFileSync(new URL(file, ROOT));
+    for (const match of source.matchAll(/\blib\/[a-z_]+\/(?:[a-z_]+\/)*[a-z_]*\.ts\b/g)) {
+      cited.set(match[0], file);
+    }
+  }
+  assert.ok(cited.size >= 40, `only ${cited.size} citations found`);
+  const missing = [...cited].filter(([path]) => {
+    try {
+      Deno.statSync(new URL(path, ROOT));
+      return false;
+    } catch {
+      return true;
+    }
+  }).map(([path, file]) => `${file} cites ${path}`);
+  assert.deepEqual(missing, []);
+});
+
+/** Where a function starts, formatted as `deno fmt` leaves it: a declaration, method or arrow. */
+const FUNCTION_START = new RegExp(
+  [
+    /^(\s*)(export\s+)?(default\s+)?(async\s+)?function\*?\s*[\w$]*\s*[<(]/.source,
+    /^(\s*)((static|private|public|override|readonly)\s+)*(async\s+)?\*?(#?[\w$]+|\[Symbol\.\w+\])\s*(<[^>]*>)?\(.*$/
+      .source,
+    /^(\s*)(export\s+)?(const|let)\s+[\w$]+\s*(:[^=]*)?=\s*(async\s*)?(\([^)]*\)|[\w$]+)\s*(:[^=]*)?=>\s*\{?\s*$/
+      .source,
+  ].join("|"),
+);
+
+/**
+ * Each function of `source` longer than `max` lines: from its first line to the closing brace at
+ * its own indentation (the code is `deno fmt`ed, so the brace is there).
+ */
+function longFunctions(source: string, max: number): string[] {
+  const lines = source.split("\n");
+  const found: string[] = [];
+  lines.forEach((line, start) => {
+    if (!FUNCTION_START.test(line)) return;
+    if (/^\s*(if|for|while|switch|return|catch|\})\b/.test(line)) return;
+    const indent = line.length - line.trimStart().length;
+    for (let end = start + 1; end < lines.length; end++) {
+      const next = lines[end]!;
+      if (next.trim() === "") continue;
+      const depth = next.length - next.trimStart().length;
+      if (depth < indent) return;
+      if (depth === indent && next.trimStart().startsWith("}")) {
+        const length = end - start + 1;
+        if (length > max) found.push(`line ${start + 1}: ${length} lines: ${line.trim()}`);
+        return;
+      }
+    }
+  });
+  return found;
+}
+
+Deno.test("no function in lib/ or main.ts is over 120 lines", () => {
+  const long = [...sourcesUnder("lib"), "main.ts"].flatMap((file) =>
+    longFunctions(Deno.readTextFileSync(new URL(file, ROOT)), 120).map((what) => `${file} ${what}`)
+  );
+  assert.deepEqual(long, []);
+  // The measure itself finds a long one.
+  const body = Array.from({ length: 121 }, (_, i) => `  const a${i} = ${i};`).join("\n");
+  assert.equal(longFunctions(`export function f() {\n${body}\n}\n`, 120).length, 1);
 });

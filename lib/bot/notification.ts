@@ -136,7 +136,8 @@ export function notificationParts(input: NotificationInput): string[] {
   const header = formatHeader(input, " (99/99)");
   // The field lines end the header block; the first blank line comes before the message only.
   const lines = fieldLines(input);
-  const body = lines.length === 0 ? input.message : `${lines.join("\n")}\n\n${input.message}`;
+  const message = neutraliseLines(input.message);
+  const body = lines.length === 0 ? message : `${lines.join("\n")}\n\n${message}`;
   const first = splitText(body, Math.max(2, MAX_MESSAGE_LENGTH - header.length - 2))[0]!;
   const rest = splitText(body.slice(first.length), MAX_MESSAGE_LENGTH - marker);
   const total = 1 + rest.length;
@@ -146,6 +147,37 @@ export function notificationParts(input: NotificationInput): string[] {
     `${formatHeader(input, count)}${joint}${first}`,
     ...rest.map((part, i) => `(${i + 2}/${total}) #${input.id}\n${part}`),
   ];
+}
+
+/** What starts a line of the sender's that is shaped like contactd's own (a state line). */
+export const SENDER_LINE_MARK = "(sender wrote) ";
+
+/** Spaces, invisible and direction characters a line may start with. */
+const LEADING = "[\\p{Z}\\p{Cc}\\p{Cf}\\s\\u115F\\u1160\\u3164\\uFFA0]*";
+
+/** Any dash, minus or horizontal bar (the state line's `—` and its look-alikes). */
+const DASH =
+  "[\\p{Pd}\\u2212\\u2500-\\u2501\\u2574\\u2576\\u2578\\u257A\\u23AF\\u2E3A\\u2E3B\\uFE58\\uFE63\\uFF0D\\u30FC\\u4E00\\u2013-\\u2015]";
+
+/**
+ * A line shaped like contactd's state line (`— ✓ Handled by Anna, 2026-11-27 09:12 UTC`): after
+ * any leading spaces or invisible characters, a dash of any kind, then a mark (any symbol, the
+ * look-alikes of ✓ 🚫 ↩ included) before a word, or a date anywhere after it.
+ */
+const STATE_SHAPE = new RegExp(
+  `^${LEADING}${DASH}(?:${LEADING}[^\\p{L}\\p{N}\\s]+${LEADING}\\p{L}|.*\\p{Nd}{4}\\D\\p{Nd}{1,2}\\D\\p{Nd}{1,2})`,
+  "u",
+);
+
+/**
+ * The sender's message with every line shaped like contactd's own state line marked as the
+ * sender's ({@linkcode SENDER_LINE_MARK} before it): nothing a sender writes can pass for a line
+ * contactd adds, in the first sending or later. Other lines (a `- item` list) are left as written.
+ */
+export function neutraliseLines(message: string): string {
+  return message.split("\n").map((line) =>
+    STATE_SHAPE.test(line.normalize("NFKC")) ? `${SENDER_LINE_MARK}${line}` : line
+  ).join("\n");
 }
 
 /**

@@ -14,8 +14,9 @@ import {
 } from "../config/config.ts";
 import {
   chatIdCommand,
+  type ChatIdIo,
   checkCommand,
-  type CommandIo,
+  type CheckIo,
   pendingCommand,
   sendTestCommand,
 } from "./commands.ts";
@@ -28,6 +29,8 @@ import { DEFAULT_FORM, EXPORT_FORMATS, type ExportFormat, parseSince } from "../
 import {
   type EnvFile,
   envFileNotes,
+  environmentLookalikes,
+  environmentNotes,
   formSettingWarnings,
   mergeSettings,
   parseEnvFile,
@@ -60,7 +63,8 @@ export const COMMANDS = {
   "send-test": "send one test notification to MESSENGER_CHAT_ID and report the result",
   pending:
     "list undelivered messages (id, received, attempts, last error; --with-text adds them) and replies waiting to be emailed",
-  export: "print the backup file's records (read only): --since DATE, --form ID, --format csv",
+  export:
+    "print the backup file's records (read only): --since DATE, --form ID, --format csv [--no-bom]",
   forget: "remove every trace of submissions: --id ID, --contact TEXT or --address IP; --dry-run",
   blocked: "list the senders blocked as spam (kind, value, until, submission id)",
   unblock: "lift the blocks of ADDRESS (IPv6: its /64) or CONTACT (exact); - reads it from stdin",
@@ -167,6 +171,7 @@ export function parseCommandLine(args: readonly string[]): Invocation {
         since: { type: "string" },
         form: { type: "string" },
         format: { type: "string" },
+        "no-bom": { type: "boolean" },
         id: { type: "string" },
         contact: { type: "string" },
         address: { type: "string" },
@@ -217,9 +222,11 @@ export function parseCommandLine(args: readonly string[]): Invocation {
 /** `export`'s options checked, or `undefined` for another command (which may not take them). */
 function _exportOptions(
   command: string,
-  values: { since?: string; form?: string; format?: string },
+  values: { since?: string; form?: string; format?: string; "no-bom"?: boolean },
 ): ExportOptions | undefined {
-  const given = (["since", "form", "format"] as const).filter((name) => values[name] !== undefined);
+  const given = (["since", "form", "format", "no-bom"] as const).filter((name) =>
+    values[name] !== undefined
+  );
   if (command !== "export") {
     if (given.length > 0) throw new UsageError(`--${given[0]} is for export only`);
     return undefined;
@@ -240,8 +247,12 @@ function _exportOptions(
   if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
     throw new UsageError(`--format takes ${EXPORT_FORMATS.join(" or ")}`);
   }
+  if (values["no-bom"] === true && format !== "csv") {
+    throw new UsageError("--no-bom is for --format csv only");
+  }
   return {
     format: format as ExportFormat,
+    ...(values["no-bom"] === true ? { bom: false } : {}),
     ...(since === undefined ? {} : { since }),
     ...(values.form === undefined ? {} : { form: values.form }),
   };
@@ -339,7 +350,7 @@ export function helpText(
     ? [
       "Usage: deno task contactd [command]      (settings: .env in the checkout, then the",
       "       deno task contactd pending [--with-text]          environment, which wins)",
-      "       deno task contactd export [--since DATE] [--form ID] [--format jsonl|csv]",
+      "       deno task contactd export [--since DATE] [--form ID] [--format jsonl|csv] [--no-bom]",
       "       deno task contactd forget --id ID | --contact TEXT | --address IP [--dry-run]",
       "       deno task contactd blocked | unblock ADDRESS|CONTACT|-",
       "       deno task contactd --help | --version",
@@ -347,7 +358,8 @@ export function helpText(
     : [
       "Usage: contactd [command] [--env-file PATH]",
       "       contactd pending [--with-text] [--env-file PATH]",
-      "       contactd export [--since DATE] [--form ID] [--format jsonl|csv] [--env-file PATH]",
+      "       contactd export [--since DATE] [--form ID] [--format jsonl|csv] [--no-bom]",
+      "                       [--env-file PATH]",
       "       contactd forget --id ID | --contact TEXT | --address IP [--dry-run] [--env-file PATH]",
       "       contactd blocked [--env-file PATH]",
       "       contactd unblock ADDRESS|CONTACT|- [--env-file PATH]",
@@ -368,6 +380,8 @@ export function helpText(
     "  --since DATE         export: records from then on (2026-11-01 is midnight UTC; or a time+zone)",
     "  --form ID            export: one form's records (default: the default form's, no form key)",
     "  --format jsonl|csv   export: the JSON lines as stored (default), or CSV (formulas neutralised)",
+    "  --no-bom             export --format csv: leave out the UTF-8 byte-order mark it starts with",
+    "                       (spreadsheets need it to read UTF-8; leave it out for other programs)",
     "  --id ID              forget: the submission of that #id (the chat shows it)",
     "  --contact TEXT       forget: every submission with that contact (any letter case; - reads it",
     "                       from standard input, out of the process list)",
@@ -397,7 +411,7 @@ export function helpText(
 }
 
 /** What {@linkcode runCli} needs from the outside world. */
-export interface CliIo extends CommandIo {
+export interface CliIo extends ChatIdIo, CheckIo {
   readonly version: string;
   /** Reads one process environment variable (only setting names are asked for). */
   readonly env: (name: SettingName | FormSettingName) => string | undefined;
@@ -459,6 +473,13 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       ...envFileNotes(envFile, { warnings: formSettingWarnings(file, settings.FORMS) }, null),
     );
   }
+  // A form's setting spelt otherwise in the environment (FORM_SITEB_CHAT_ID for site-b): read
+  // by name, as FORM_* allows, since the environment cannot be listed.
+  const lookalikes = environmentLookalikes(
+    settings.FORMS,
+    (name) => io.env(name as FormSettingName),
+  );
+  notes.push(...environmentNotes(lookalikes));
   // Told once, at start: the service's log gets JSON lines, a person at a terminal plain ones.
   const log = settingsLogger(settings, (line) => io.err(line.trimEnd()));
   for (const note of notes) {
@@ -493,7 +514,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       return await forgetCommand(settings, { ...io, pid: io.pid ?? 0 }, options);
     }
     case "blocked":
-      for (const name of READ_ONLY_REVOKED) io.revoke?.(name);
+      // It reads the database, which SQLite (node:sqlite) opens for writing even to read.
+      for (const name of OWN_FILES_REVOKED) io.revoke?.(name);
       return await blockedCommand(settings, io);
     case "unblock": {
       for (const name of OWN_FILES_REVOKED) io.revoke?.(name);

@@ -12,14 +12,18 @@ import { type NeededPermission, netAddress, permissionGaps } from "../config/per
 import type { Settings } from "../config/settings.ts";
 import { isRecord } from "../common/json.ts";
 import {
-  type OutboxEntry,
-  type OutboxIndex,
-  outboxPath,
-  type OutboxSubmission,
-} from "../storage/outbox.ts";
-import { damagedPath, repliesPath } from "../common/state_files.ts";
-import { readReplies, type RepliesRead } from "../mail/reply_store.ts";
-import { denoFs } from "../storage/file_system.ts";
+  databasePath,
+  openLocalStore,
+  type OpResult,
+  type Store,
+  StoreError,
+} from "../storage/store.ts";
+import { lockHolder } from "../storage/lock.ts";
+import { type OutboxSubmission, submissionOf } from "../storage/outbox.ts";
+import { MailSendError } from "../mail/send_error.ts";
+import { ehloName, isLoopbackHost } from "../mail/smtp_server.ts";
+// Types only: nodemailer is loaded by main.ts, not by the launcher that imports the commands.
+import type { SmtpTransport, SmtpTransportOptions } from "../mail/smtp_transport.ts";
 import {
   type BotApiOptions,
   callBotApi,
@@ -32,25 +36,24 @@ import {
 /** What the commands need from the outside world. */
 export interface CommandIo {
   readonly fetch: typeof fetch;
-  /** Reads the outbox's index (lib/storage/outbox.ts `loadOutbox`); never writes. */
-  readonly readOutbox: (path: string) => Promise<OutboxIndex>;
-  /** Reads the submissions of entries from the outbox (lib/storage/outbox.ts `readSubmissions`). */
-  readonly readSubmissions: (
-    path: string,
-    entries: Iterable<OutboxEntry>,
-  ) => AsyncIterable<OutboxSubmission | undefined>;
   readonly now: () => Date;
-  /**
-   * Reads the replies file (lib/mail/reply_store.ts `readReplies`) for `pending`; never writes.
-   * Unset: the real file.
-   */
-  readonly readReplies?: (path: string) => Promise<RepliesRead>;
   /** Whether this process holds a permission (a compiled binary's are fixed at build time). */
   readonly granted: (permission: NeededPermission) => boolean;
   /** Writes one line for the operator (stdout). */
   readonly out: (line: string) => void;
   /** Writes one line about a failure (stderr). */
   readonly err: (line: string) => void;
+}
+
+/** What `chat-id` needs beyond the other commands. */
+export interface ChatIdIo extends CommandIo {
+  /**
+   * The running service holding the lock of `messagesFile` (its process id when known), else
+   * `undefined`; default: the lock file itself (lib/storage/lock.ts `lockHolder`).
+   */
+  readonly serviceHolding?: (
+    messagesFile: string,
+  ) => Promise<{ readonly pid: string | undefined } | undefined>;
 }
 
 /** A command's failure: the one line it exits with. */
@@ -88,6 +91,16 @@ function configOf(settings: Settings, io: CommandIo): Config {
   }
 }
 
+/** The settings parsed, without asking for the service's permissions. */
+function _parsed(settings: Settings): Config {
+  try {
+    return parseConfig(settings);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CommandFailure(error.message);
+    throw error;
+  }
+}
+
 function api(settings: Settings, io: CommandIo): { config: Config; options: BotApiOptions } {
   const config = configOf(settings, io);
   const token = settings.MESSENGER_BOT_TOKEN?.trim();
@@ -105,17 +118,27 @@ function chatIdOf(config: Config): number {
   return config.messenger.chatId;
 }
 
+/** What `check` needs beyond the other commands. */
+export interface CheckIo extends CommandIo {
+  /**
+   * The mail transport `SMTP_URL` is tried through (main.ts: lib/mail/smtp_transport.ts); absent,
+   * the mail server is not tried.
+   */
+  readonly smtpTransport?: (options: SmtpTransportOptions) => SmtpTransport;
+}
+
 /**
  * `contactd check`: settings valid (with the spam challenge and the messages waiting in the
- * outbox), token accepted (`getMe`), chat reachable (`getChat`).
+ * outbox), token accepted (`getMe`), chat reachable (`getChat`), and with `SMTP_URL` the mail
+ * server reachable and the login accepted.
  */
-export const checkCommand = run("check", async (settings, io) => {
+export const checkCommand = run<CheckIo>("check", async (settings, io) => {
   const { config, options } = api(settings, io);
   io.out(
     `settings: ok (listen ${netAddress(config.host, config.port)}, backup ${config.messagesFile})`,
   );
   io.out(`challenge: ${config.challenge.kind}`);
-  io.out(`pending: ${await _pendingText(config, io)}`);
+  io.out(`pending: ${await _pendingText(config)}`);
   const bot = await getMe(options);
   if (!bot.ok) {
     const hint = bot.tokenRefused ? ` (${TOKEN_REFUSED_HINT})` : "";
@@ -148,8 +171,44 @@ export const checkCommand = run("check", async (settings, io) => {
         `("${printable(form.title)}")`,
     );
   }
+  if (config.mail !== undefined && io.smtpTransport !== undefined) {
+    io.out(`mail: ${await _checkMail(config.mail, io.smtpTransport)}`);
+  }
   io.out("ok: ready to deliver");
 });
+
+/**
+ * `SMTP_URL`'s server tried as a reply would reach it (connect, EHLO, STARTTLS or TLS, the
+ * login), nothing sent: its description, or a {@linkcode CommandFailure} with contactd's reason
+ * (never the server's words, never the password).
+ */
+async function _checkMail(
+  mail: NonNullable<Config["mail"]>,
+  connect: (options: SmtpTransportOptions) => SmtpTransport,
+): Promise<string> {
+  const transport = connect({
+    server: mail,
+    name: ehloName(mail.from),
+  });
+  const address = netAddress(mail.host, mail.port);
+  try {
+    await transport.verify();
+  } catch (error) {
+    if (!(error instanceof MailSendError)) throw error;
+    throw new CommandFailure(
+      `mail server ${address}: ${error.reason} (SMTP_URL, SMTP_USER, SMTP_PASSWORD; replies by ` +
+        "email would wait in the replies file)",
+    );
+  } finally {
+    transport.close();
+  }
+  const tls = mail.secure
+    ? "TLS"
+    : isLoopbackHost(mail.host)
+    ? "STARTTLS where offered, loopback"
+    : "STARTTLS";
+  return `${address} answers (${tls}${mail.user === undefined ? "" : ", login accepted"})`;
+}
 
 /**
  * Checks that `chatId` is reachable (`getChat`) and, with a topic, that it has forum topics;
@@ -183,14 +242,20 @@ async function _checkChat(
   return describeChat(chat.result, chatId);
 }
 
-/** `contactd chat-id`: the chats that wrote to the bot recently, from `getUpdates`. */
-export const chatIdCommand = run("chat-id", async (settings, io) => {
-  const { options } = api(settings, io);
+/**
+ * `contactd chat-id`: the chats that wrote to the bot recently, from `getUpdates`. A running
+ * service with `CHAT_ACTIONS` reads (and confirms) the updates itself: with none left, it says so
+ * and what to do instead of asking to message the bot again.
+ */
+export const chatIdCommand = run<ChatIdIo>("chat-id", async (settings, io) => {
+  const { config, options } = api(settings, io);
   // No offset: reading does not confirm (consume) the updates.
   const updates = await callBotApi(options, "getUpdates", { limit: 100, timeout: 0 });
   if (!updates.ok) {
     const hint = isTokenRefused(updates)
       ? ` (${TOKEN_REFUSED_HINT})`
+      : updates.errorCode === 409 && /terminated by other getUpdates/i.test(updates.error)
+      ? ` (${_serviceReads(await _holding(io, config.messagesFile))})`
       : updates.errorCode === 409
       ? " (the bot has a webhook, and getUpdates works only without one: remove it with the " +
         "Bot API's deleteWebhook, or read the chat id from an update your webhook receives)"
@@ -199,6 +264,8 @@ export const chatIdCommand = run("chat-id", async (settings, io) => {
   }
   const { chats, migrations } = chatsOf(updates.result);
   if (chats.size === 0) {
+    const holder = config.chatActions.enabled ? await _holding(io, config.messagesFile) : undefined;
+    if (holder !== undefined) throw new CommandFailure(`no chat to list: ${_serviceReads(holder)}`);
     throw new CommandFailure(
       "no chat has written to the bot yet: message the bot first (in a group, add it and " +
         "send /start@<bot username>), then run contactd chat-id again",
@@ -210,6 +277,32 @@ export const chatIdCommand = run("chat-id", async (settings, io) => {
     io.out(`note: group ${from} became supergroup ${to}; use ${to}`);
   }
 });
+
+/** The service holding `messagesFile`'s lock, if one does; unknown (unreadable lock) as none. */
+async function _holding(
+  io: ChatIdIo,
+  messagesFile: string,
+): Promise<{ readonly pid: string | undefined } | undefined> {
+  try {
+    return await (io.serviceHolding ?? ((file) => lockHolder(file)))(messagesFile);
+  } catch {
+    // An unreadable lock file leaves the usual advice, which still holds.
+    return undefined;
+  }
+}
+
+/**
+ * Why `chat-id` sees no update while the service runs, and what to do instead; with no holder
+ * known (a 409 from another poller), a contactd elsewhere is the likely one.
+ */
+function _serviceReads(holder: { readonly pid: string | undefined } | undefined): string {
+  const which = holder?.pid === undefined ? "" : ` (process ${holder.pid})`;
+  return `${
+    holder === undefined ? "another process, likely a" : "the"
+  } running contactd${which} reads the bot's updates itself (CHAT_ACTIONS), so none ` +
+    "are left for chat-id: stop it, message the bot from the chat, run contactd chat-id, then " +
+    "start it again";
+}
 
 /** `contactd send-test`: one notification to the configured chat. */
 export const sendTestCommand = run("send-test", async (settings, io) => {
@@ -233,107 +326,150 @@ export const sendTestCommand = run("send-test", async (settings, io) => {
  * attempts, what the sender was answered, the last error. Names, contacts and messages only with
  * `withText`. Then the owner's replies waiting to be emailed: reply and submission ids, when
  * accepted, age, failed attempts, the last error (never an address or a text, even with
- * `withText`). Reads the outbox and the replies file, never writes them, so it is safe while the
- * service runs.
+ * `withText`). Reads the database (`MESSAGES_FILE.db`) in short read transactions, a page at a
+ * time, so it is safe while the service runs; a missing database has nothing pending.
  */
 export const pendingCommand = (settings: Settings, io: CommandIo, withText: boolean) =>
   run("pending", async (settings, io) => {
-    const config = configOf(settings, io);
-    const path = outboxPath(config.messagesFile);
-    let index: OutboxIndex;
+    // Only the database is read: the service's other permissions (network, the backup file)
+    // are not asked for (lib/config/permissions.ts `pendingFlags`).
+    const config = _parsed(settings);
+    const path = databasePath(config.messagesFile);
+    let store: Store | undefined;
     try {
-      index = await io.readOutbox(path);
+      store = _openDatabase(path);
     } catch (error) {
-      throw new CommandFailure(
-        `cannot read ${path}: ${error instanceof Error ? error.name : error}`,
-      );
+      throw new CommandFailure(`cannot read ${path}: ${_failure(error)}`);
     }
-    const pending = [...index.entries.values()].filter((entry) => entry.done === false);
-    const replies = await _repliesLines(config, io);
-    // Damaged lines (a crash mid-write, a damaged disk) are never silent: skipped here, kept
-    // aside by the service in damagedPath(path).
-    const aside = index.keptAside ?? 0;
-    const kept = damagedPath(path);
-    const damage = index.skipped + aside === 0
-      ? undefined
-      : `damaged: ${index.skipped} line(s) of ${path} skipped, ${aside} kept aside in ${kept}`;
-    if (pending.length === 0) {
-      // Delivered or given up (too old, or refused by Telegram even as a notice): the log's
-      // delivery_given_up lines name those, and their records are in the backup file.
-      io.out(
-        `nothing pending in ${path}: every message was delivered or given up ` +
-          "(delivery_given_up in the log names those; their records are in the backup file)",
-      );
-      if (damage !== undefined) io.out(damage);
-      for (const line of replies) io.out(line);
+    if (store === undefined) {
+      io.out(`nothing pending in ${path}: there is no database (contactd makes it when it starts)`);
       return;
     }
-    io.out("id\treceived\tattempts\tanswered\tlast error");
-    const texts = withText ? io.readSubmissions(path, pending)[Symbol.asyncIterator]() : undefined;
-    for (const entry of pending) {
-      const answered = entry.status === undefined
-        ? "-"
-        : entry.status === null
-        ? "none"
-        : entry.status;
-      io.out(
-        `${entry.id}\t${entry.ts}\t${entry.attempts}\t${answered}\t` +
-          printable(entry.lastError ?? "-"),
-      );
-      const next = await texts?.next();
-      if (next !== undefined && !next.done && next.value === undefined) {
-        io.out("  (its text moved: contactd compacted the outbox meanwhile; run this again)");
-      } else if (next !== undefined && !next.done && next.value !== undefined) {
-        const { name, contact, ip, message } = next.value;
-        io.out(`  name: ${printable(name || "-")}`);
-        io.out(`  contact: ${printable(contact || "-")}`);
-        io.out(`  ip: ${printable(ip)}`);
-        io.out(`  message: ${printable(JSON.stringify(message), Infinity)}`);
-        if (next.value.form !== undefined) io.out(`  form: ${printable(next.value.form)}`);
-        // The form's other fields (lib/form/fields.ts), labelled apart from the lines above.
-        for (const [field, value] of Object.entries(next.value.fields ?? {})) {
-          io.out(`  field ${printable(field)}: ${printable(value, Infinity)}`);
-        }
-      }
+    try {
+      await _listPending(store, path, io, withText);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      throw new CommandFailure(`cannot read ${path}: ${_failure(error)}`);
+    } finally {
+      await store.close();
     }
-    const oldest = pending[0]!.ts;
-    io.out(`${pending.length} pending, oldest ${oldest}: contactd delivers them while it runs`);
-    if (damage !== undefined) io.out(damage);
-    for (const line of replies) io.out(line);
   })(settings, io);
 
-/**
- * `pending`'s lines on the replies waiting to be emailed (none when there are none); a replies
- * file that cannot be read is said so in one line without failing the command.
- */
-async function _repliesLines(config: Config, io: CommandIo): Promise<string[]> {
-  const path = repliesPath(config.messagesFile);
-  let read: RepliesRead;
-  try {
-    read = await (io.readReplies ?? ((path) => readReplies(denoFs, path)))(path);
-  } catch (error) {
-    return [
-      `replies: unknown (cannot read ${path}: ${error instanceof Error ? error.name : "error"})`,
-    ];
-  }
-  const lines: string[] = [];
-  if (read.pending.length > 0) {
-    const now = io.now().getTime();
-    lines.push("reply\tsubmission\taccepted\tage\tattempts\tlast error");
-    for (const reply of read.pending) {
-      lines.push(
-        `${printable(reply.id)}\t${printable(reply.submission)}\t${printable(reply.ts)}\t` +
-          `${_age(now - Date.parse(reply.ts))}\t${reply.attempts}\t` +
-          printable(reply.lastError ?? "-"),
-      );
+/** `pending`'s lines, read from `store`. */
+async function _listPending(
+  store: Store,
+  path: string,
+  io: CommandIo,
+  withText: boolean,
+): Promise<void> {
+  let count = 0;
+  let oldest = "";
+  for await (const entry of _waiting(store, withText)) {
+    if (count++ === 0) {
+      oldest = entry.ts;
+      io.out("id\treceived\tattempts\tanswered\tlast error");
     }
-    lines.push(
-      `${read.pending.length} repl${read.pending.length === 1 ? "y" : "ies"} waiting to be ` +
-        `emailed, oldest ${read.pending[0]!.ts}: contactd sends them while it runs`,
+    const answered = entry.recorded === 0 ? "-" : entry.status === null ? "none" : entry.status;
+    io.out(
+      `${entry.id}\t${entry.ts}\t${entry.attempts}\t${answered}\t` +
+        printable(entry.lastError ?? "-"),
     );
+    if (entry.submission !== undefined) {
+      _submissionLines(submissionOf(entry, entry.submission), entry.submission, io);
+    }
   }
-  if (read.skipped > 0) lines.push(`damaged: ${read.skipped} line(s) of ${path} skipped`);
-  return lines;
+  if (count === 0) {
+    // Delivered or given up (too old, or refused by Telegram even as a notice): the log's
+    // delivery_given_up lines name those, and their records are in the backup file.
+    io.out(
+      `nothing pending in ${path}: every message was delivered or given up ` +
+        "(delivery_given_up in the log names those; their records are in the backup file)",
+    );
+  } else {
+    io.out(`${count} pending, oldest ${oldest}: contactd delivers them while it runs`);
+  }
+  for (const line of _repliesLines(await store.run("replies.waiting", undefined), io)) {
+    io.out(line);
+  }
+}
+
+/**
+ * A waiting submission's text (lib/storage/outbox.ts `submissionOf`), or its row's JSON as it is
+ * when it is no submission.
+ */
+function _submissionLines(
+  submission: OutboxSubmission | undefined,
+  json: string,
+  io: CommandIo,
+): void {
+  if (submission === undefined) {
+    io.out(`  (unreadable: ${printable(json, 200)})`);
+    return;
+  }
+  io.out(`  name: ${printable(submission.name || "-")}`);
+  io.out(`  contact: ${printable(submission.contact || "-")}`);
+  io.out(`  ip: ${printable(submission.ip)}`);
+  io.out(`  message: ${printable(JSON.stringify(submission.message), Infinity)}`);
+  if (submission.form !== undefined) io.out(`  form: ${printable(submission.form)}`);
+  // The form's other fields (lib/form/fields.ts), labelled apart from the lines above.
+  for (const [field, value] of Object.entries(submission.fields ?? {})) {
+    io.out(`  field ${printable(field)}: ${printable(value, Infinity)}`);
+  }
+}
+
+type _OutboxRow = OpResult<"outbox.window">[number];
+
+/** The outbox rows waiting for delivery, oldest first, a page (one read transaction) at a time. */
+async function* _waiting(
+  store: Store,
+  withText: boolean,
+): AsyncGenerator<_OutboxRow & { submission?: string }> {
+  let afterSeq = 0;
+  while (true) {
+    const page = withText
+      ? await store.run("outbox.texts", { afterSeq, limit: _PAGE })
+      : await store.run("outbox.window", { afterSeq, limit: _PAGE });
+    for (const row of page) if (row.done === null) yield row;
+    if (page.length < _PAGE) return;
+    afterSeq = page[page.length - 1]!.seq;
+  }
+}
+
+const _PAGE = 256;
+
+/**
+ * The database at `path` opened for a command, or `undefined` when there is none (contactd never
+ * ran there); throws when it cannot be opened.
+ */
+function _openDatabase(path: string): Store | undefined {
+  try {
+    return openLocalStore(path, { create: false });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+}
+
+/** Why the database could not be read, in a few words (never a stack). */
+function _failure(error: unknown): string {
+  if (error instanceof StoreError) return error.message.split("\n")[0]!.slice(0, 200);
+  return error instanceof Error ? error.name : "error";
+}
+
+/** `pending`'s lines on the replies waiting to be emailed (none when there are none). */
+function _repliesLines(waiting: OpResult<"replies.waiting">, io: CommandIo): string[] {
+  if (waiting.length === 0) return [];
+  const now = io.now().getTime();
+  return [
+    "reply\tsubmission\taccepted\tage\tattempts\tlast error",
+    ...waiting.map((reply) =>
+      `${printable(reply.id)}\t${printable(reply.submission)}\t${printable(reply.ts)}\t` +
+      `${_age(now - Date.parse(reply.ts))}\t${reply.attempts}\t` +
+      printable(reply.lastError ?? "-")
+    ),
+    `${waiting.length} repl${waiting.length === 1 ? "y" : "ies"} waiting to be ` +
+    `emailed, oldest ${waiting[0]!.ts}: contactd sends them while it runs`,
+  ];
 }
 
 /** An age for a person: `45s`, `12m`, `5h`, `3d` (`-` when unknown or negative). */
@@ -347,22 +483,28 @@ function _age(ms: number): string {
 }
 
 /**
- * How many messages wait in the outbox, and since when, for `check`; an outbox that cannot be
+ * How many messages wait in the outbox, and since when, for `check`; a database that cannot be
  * read is said so without failing the check (it is the service's file, not a setting).
  */
-async function _pendingText(config: Config, io: CommandIo): Promise<string> {
-  const path = outboxPath(config.messagesFile);
-  let index: OutboxIndex;
+async function _pendingText(config: Config): Promise<string> {
+  const path = databasePath(config.messagesFile);
+  let count = 0;
+  let oldest = "";
   try {
-    index = await io.readOutbox(path);
+    const store = _openDatabase(path);
+    if (store === undefined) return "0 messages waiting";
+    try {
+      for await (const entry of _waiting(store, false)) if (count++ === 0) oldest = entry.ts;
+    } finally {
+      await store.close();
+    }
   } catch (error) {
-    return `unknown (cannot read ${path}: ${error instanceof Error ? error.name : "error"})`;
+    return `unknown (cannot read ${path}: ${_failure(error)})`;
   }
-  const pending = [...index.entries.values()].filter((entry) => entry.done === false);
-  return pending.length === 0
+  return count === 0
     ? "0 messages waiting"
-    : `${pending.length} message${pending.length === 1 ? "" : "s"} waiting, oldest ` +
-      `${pending[0]!.ts} (contactd pending lists them)`;
+    : `${count} message${count === 1 ? "" : "s"} waiting, oldest ${oldest} ` +
+      "(contactd pending lists them)";
 }
 
 type Chat = Record<string, unknown>;

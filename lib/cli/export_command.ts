@@ -11,32 +11,48 @@ import type { Settings } from "../config/settings.ts";
 import {
   type ExportFilter,
   type ExportFormat,
-  exportText,
-  selectRecords,
+  exportRecords,
+  type ExportSource,
 } from "../storage/export.ts";
+import { denoFs, type StorageFile, type StorageFs } from "../storage/file_system.ts";
+import { UTF8_BOM } from "../common/csv.ts";
 import { CommandFailure, type CommandIo, run } from "./commands.ts";
 
 /** What `export` needs beyond the other commands. */
 export interface ExportIo extends CommandIo {
-  /** Reads a whole file as UTF-8 text. */
-  readonly readTextFile: (path: string) => Promise<string>;
+  /** The file system the backup file is read through; the real one by default. */
+  readonly fs?: StorageFs;
 }
 
 /** `export`'s options, already checked by the command line. */
 export interface ExportOptions extends ExportFilter {
   readonly format: ExportFormat;
+  /** CSV only: `false` leaves out the UTF-8 byte-order mark written before the header. */
+  readonly bom?: boolean;
 }
 
 /**
- * The text of the backup file `path`, or a {@linkcode CommandFailure} that says why it cannot be
- * read (missing, refused by the system, outside what this contactd may read).
+ * The backup file `path` opened for reading, each of its reads (and seeks) failing as a
+ * {@linkcode CommandFailure} that says why it cannot be read (missing, refused by the system,
+ * outside what this contactd may read).
  */
-export async function readBackupText(io: ExportIo, path: string): Promise<string> {
+async function _openBackup(
+  io: ExportIo,
+  path: string,
+): Promise<ExportSource & Pick<StorageFile, "close">> {
+  const failure = (error: unknown) => new CommandFailure(`cannot read ${path}: ${_reason(error)}`);
+  let file: StorageFile;
   try {
-    return await io.readTextFile(path);
+    file = await (io.fs ?? denoFs).open(path, { read: true });
   } catch (error) {
-    throw new CommandFailure(`cannot read ${path}: ${_reason(error)}`);
+    throw failure(error);
   }
+  return {
+    read: (into) => file.read(into).catch((error) => Promise.reject(failure(error))),
+    seek: (offset, whence) =>
+      file.seek(offset, whence).catch((error) => Promise.reject(failure(error))),
+    close: () => file.close(),
+  };
 }
 
 /** The `MESSAGES_FILE` of the settings, or the setting's error as a {@linkcode CommandFailure}. */
@@ -51,17 +67,33 @@ export function messagesFileOf(settings: Settings): string {
 
 /**
  * `contactd export`: the records that pass the options, in file order, to standard output (JSON
- * lines as they are in the file, or CSV); how many, and any damaged line skipped, to stderr.
+ * lines as they are in the file, or CSV), streamed as they are read (memory does not grow with
+ * the file); how many, and any damaged line skipped, to stderr.
  */
 export const exportCommand = (settings: Settings, io: ExportIo, options: ExportOptions) =>
   run<ExportIo>("export", async (settings, io) => {
     const path = messagesFileOf(settings);
-    const { records, damaged } = selectRecords(await readBackupText(io, path), options);
-    const text = exportText(records, options.format);
-    // `out` ends each line with "\n": the text's own last line break is left to it.
-    if (text !== "") io.out(text.slice(0, -1));
+    const file = await _openBackup(io, path);
+    let counts;
+    // CSV starts with the byte-order mark (spreadsheets then read UTF-8), once, before the header.
+    let bom = options.format === "csv" && options.bom !== false ? UTF8_BOM : "";
+    try {
+      // `out` ends each line with "\n": each batch's own last line break is left to it.
+      counts = await exportRecords(
+        file,
+        options,
+        options.format,
+        (text) => {
+          io.out(bom + text.slice(0, -1));
+          bom = "";
+        },
+      );
+    } finally {
+      file.close();
+    }
+    const { records, damaged } = counts;
     const skipped = damaged === 0 ? "" : `; ${damaged} damaged line(s) skipped`;
-    io.err(`contactd export: ${records.length} record(s) from ${path}${skipped}`);
+    io.err(`contactd export: ${records} record(s) from ${path}${skipped}`);
   })(settings, io);
 
 function _reason(error: unknown): string {

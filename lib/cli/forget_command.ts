@@ -2,7 +2,7 @@
  * `contactd forget --id ID | --contact TEXT | --address IP [--dry-run]`: removes every record and
  * every trace contactd keeps of the submissions named (lib/storage/erasure.ts). With the service
  * stopped, it takes the service's lock and does it itself; while the service runs (the lock is
- * taken), it leaves a request beside `MESSAGES_FILE` that the service performs and answers
+ * taken), it commits a request to the database that the service performs and answers
  * (lib/storage/forget_request.ts). The chat ledger's entries of those submissions go too: their
  * messages are deleted from the chat by the running service now, or, with it stopped, are left
  * in the ledger as deletions for its next start. It prints the counts; what it matched is never
@@ -10,15 +10,7 @@
  *
  * @module
  */
-import {
-  blockListPath,
-  damagedPath,
-  directoryOf,
-  ledgerPath,
-  lockPath,
-  outboxPath,
-  repliesPath,
-} from "../common/state_files.ts";
+import { directoryOf, lockPath } from "../common/state_files.ts";
 import type { Settings } from "../config/settings.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import {
@@ -27,21 +19,17 @@ import {
   type ErasureOutcome,
   type ForgetMatch,
   type KeptFile,
-  pendingOnDisk,
 } from "../storage/erasure.ts";
-import { type Ledger, openLedger, readLedger } from "../storage/ledger.ts";
-import { BlockStore, readBlockList } from "../spam/block_file.ts";
-import { openReplyStore, readReplies } from "../mail/reply_store.ts";
+import { type Ledger, openLedger } from "../storage/ledger.ts";
+import { BlockStore } from "../spam/block_store.ts";
+import { keptReplies } from "../mail/reply_upkeep.ts";
+import { searchBackupFromStart } from "../storage/recovery.ts";
+import { importFiles, oldFilesPresent } from "../upgrade/import_files.ts";
 import type { StorageFileInfo } from "../storage/file_system.ts";
-import { askService, ForgetRequestPending } from "../storage/forget_request.ts";
+import { askService } from "../storage/forget_request.ts";
 import { FilesLocked, lockFiles } from "../storage/lock.ts";
-import {
-  loadOutbox,
-  openOutbox,
-  OUTBOX_WINDOW,
-  OutboxEntryDamaged,
-  readSubmissions,
-} from "../storage/outbox.ts";
+import { openOutbox, type Outbox, OUTBOX_WINDOW, OutboxEntryDamaged } from "../storage/outbox.ts";
+import { databasePath, openLocalStore, type Store } from "../storage/store.ts";
 import { chownChecked, denoRewriteFs, type FileOwner, type RewriteFs } from "../storage/rewrite.ts";
 import { CommandFailure, type CommandIo, run } from "./commands.ts";
 import { messagesFileOf } from "./export_command.ts";
@@ -83,7 +71,7 @@ export const forgetCommand = (settings: Settings, io: ForgetIo, options: ForgetO
     const path = messagesFileOf(settings);
     const fs = io.fs ?? denoRewriteFs;
     const stopped = await _stopped(io, fs, path, options);
-    const outcome = stopped ?? await _running(io, fs, path, options);
+    const outcome = stopped ?? await _running(io, path, options);
     const verb = options.dryRun ? "would remove" : "removed";
     io.out(
       `${verb} ${outcome.records} record(s) from ${path} and ${outcome.pending} pending ` +
@@ -151,52 +139,34 @@ async function _stopped(
   const opened = new Map<string, StorageFileInfo>();
   await _identity(fs, lockPath(path), opened);
   const log = _commandLog(io);
-  let outbox;
+  // An older release's files not imported yet (contactd not started since the upgrade): imported
+  // now, so that what is erased is not brought back by the import at the next start.
+  const upgrade = await oldFilesPresent(path, fs);
+  const store = upgrade ? await _upgradedStore(path, log) : _openStore(path);
+  let parts: _StateParts | undefined;
   try {
-    outbox = await openOutbox(outboxPath(path), { log, fs });
-  } catch (error) {
-    throw new CommandFailure(`cannot open ${outboxPath(path)}: ${describeError(error)}`);
-  }
-  let ledger: Ledger | undefined;
-  let kept: KeptFiles | undefined;
-  try {
-    // The ledger only when there is one (a service that never sent anything has none).
-    if (await _exists(fs, ledgerPath(path))) {
-      ledger = await openLedger(ledgerPath(path), { fs, log });
-    }
-    kept = await _keptFiles(fs, log, path, false);
-    return await erase(
+    parts = await _stateParts(store, log);
+    const outcome = await erase(
       {
-        ..._stoppedDeps(io, fs, path, outbox),
-        pendingOnDisk: pendingOnDisk(outboxPath(path), fs),
-        ...(ledger === undefined ? {} : { ledger }),
-        ...(kept === undefined ? {} : { extra: kept.files }),
+        ..._stoppedDeps(io, fs, path, parts.outbox),
+        pendingOnDisk: () => parts!.outbox.waiting(),
+        ...(parts.ledger === undefined ? {} : { ledger: parts.ledger }),
+        extra: parts.kept,
       },
       options.match,
       options.dryRun,
     );
+    if (store !== undefined && outcome.records > 0) await searchBackupFromStart(store);
+    return outcome;
   } catch (error) {
     throw new CommandFailure(`stopped half-way (run it again): ${describeError(error)}`);
   } finally {
     // What the paths name while the files are still open: compared again right before each chown.
-    for (
-      const file of [
-        outboxPath(path),
-        damagedPath(outboxPath(path)),
-        ledgerPath(path),
-        blockListPath(path),
-        repliesPath(path),
-      ]
-    ) {
-      await _identity(fs, file, opened);
-    }
-    await outbox.close();
-    await ledger?.close().catch((error) =>
-      io.err(`contactd forget: cannot close ${ledgerPath(path)}: ${describeError(error)}`)
+    await _identity(fs, databasePath(path), opened);
+    await parts?.close().catch((error) =>
+      io.err(`contactd forget: cannot close the database: ${describeError(error)}`)
     );
-    await kept?.close().catch((error) =>
-      io.err(`contactd forget: cannot close the other files: ${describeError(error)}`)
-    );
+    await store?.close();
     if (owner?.uid != null && owner.gid != null) {
       for (const [file, info] of opened) {
         await chownChecked(fs, file, info, owner.uid, owner.gid).catch((error) =>
@@ -207,65 +177,86 @@ async function _stopped(
   }
 }
 
+/** What an erasure with the service stopped works on, all in the database, and closing it. */
+interface _StateParts {
+  readonly outbox: Outbox;
+  readonly ledger: Ledger | undefined;
+  readonly kept: readonly KeptFile[];
+  close(): Promise<void>;
+}
+
 /**
- * The block list and the replies file beside `messagesFile`, those that exist, for an erasure
- * with the service stopped (created by nothing: a file that is not there has nothing to forget).
- * A dry run reads them and writes nothing.
+ * The outbox, the chat ledger, the block list and the replies kept in `store` (none of them
+ * when there is no database: a service that never started has nothing to forget).
  */
-async function _keptFiles(
-  fs: RewriteFs,
-  log: Logger,
-  messagesFile: string,
-  dryRun: boolean,
-): Promise<KeptFiles> {
-  const files: KeptFile[] = [];
-  const closers: Array<() => Promise<void>> = [];
-  const blockFile = blockListPath(messagesFile);
-  if (await _exists(fs, blockFile)) {
-    if (dryRun) {
-      const { list } = await readBlockList(fs, blockFile);
-      files.push({
-        name: "blocked",
-        forget: (match, ids) => Promise.resolve(list.forgotten(match, ids).length),
-      });
-    } else {
-      const store = await BlockStore.open({
-        fs,
-        path: blockFile,
-        now: Date.now,
-        log,
-        create: false,
-      });
-      closers.push(() => store.close());
-      files.push({ name: "blocked", forget: (match, ids) => store.forget(match, ids) });
-    }
+async function _stateParts(store: Store | undefined, log: Logger): Promise<_StateParts> {
+  if (store === undefined) {
+    return { outbox: _noOutbox, ledger: undefined, kept: [], close: () => Promise.resolve() };
   }
-  const repliesFile = repliesPath(messagesFile);
-  if (await _exists(fs, repliesFile)) {
-    if (dryRun) {
-      const read = await readReplies(fs, repliesFile);
-      const all = [...read.pending, ...read.audits];
-      files.push({
-        name: "replies",
-        forget: (_match, ids) => Promise.resolve(all.filter((r) => ids.has(r.submission)).length),
-      });
-    } else {
-      const store = await openReplyStore({ fs, path: repliesFile, log, now: () => new Date() });
-      closers.push(() => store.close());
-      files.push({ name: "replies", forget: (_match, ids) => store.forget(ids) });
-    }
-  }
+  const outbox = await openOutbox(store);
+  const ledger = await openLedger(store);
+  const blocks = await BlockStore.open({ store, now: Date.now, log });
+  const kept: KeptFile[] = [
+    {
+      name: "blocked",
+      forget: async (match, ids, dryRun) =>
+        dryRun ? blocks.forgotten(match, ids).length : await blocks.forget(match, ids),
+    },
+    ...keptReplies(store, undefined, () => new Date()),
+  ];
   return {
-    files,
+    outbox,
+    ledger,
+    kept,
     async close() {
-      for (const close of closers) await close();
+      await blocks.close();
+      await ledger.close();
     },
   };
 }
 
-/** The service's user: the outbox's owner, else the lock's, else the directory's. */
+/** The database beside `messagesFile`, made and given the older release's files (the lock held). */
+async function _upgradedStore(messagesFile: string, log: Logger): Promise<Store> {
+  const store = openLocalStore(databasePath(messagesFile), { create: true });
+  try {
+    await importFiles(store, messagesFile, log);
+    return store;
+  } catch (error) {
+    await store.close();
+    throw new CommandFailure(
+      `cannot import the older release's files beside ${messagesFile}: ${describeError(error)}`,
+    );
+  }
+}
+
+/** The database beside `messagesFile` for a command: `undefined` when there is none. */
+function _openStore(messagesFile: string): Store | undefined {
+  try {
+    return openLocalStore(databasePath(messagesFile), { create: false });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw new CommandFailure(`cannot open ${databasePath(messagesFile)}: ${describeError(error)}`);
+  }
+}
+
+/** The outbox of a service that never made its database: empty. */
+const _noOutbox: Outbox = {
+  entries: () => [][Symbol.iterator](),
+  get: () => undefined,
+  pendingCount: 0,
+  add: () => Promise.reject(new Error("no database")),
+  recorded: () => Promise.resolve(),
+  failed: () => Promise.resolve(),
+  done: () => Promise.resolve(),
+  read: (id) => Promise.reject(new OutboxEntryDamaged(id)),
+  waiting: async function* () {},
+  forget: () => Promise.resolve(),
+  compact: () => Promise.resolve(),
+};
+
+/** The service's user: the database's owner, else the lock's, else the directory's. */
 async function _serviceOwner(fs: RewriteFs, path: string): Promise<FileOwner | undefined> {
-  for (const file of [outboxPath(path), lockPath(path), directoryOf(path)]) {
+  for (const file of [databasePath(path), lockPath(path), directoryOf(path)]) {
     try {
       return await fs.owner(file);
     } catch {
@@ -307,7 +298,8 @@ async function _stoppedDry(
   options: ForgetOptions,
 ): Promise<ErasureOutcome | undefined> {
   let lock;
-  let kept: KeptFiles | undefined;
+  let parts: _StateParts | undefined;
+  let store: Store | undefined;
   try {
     const named = await fs.lstat(lockPath(path));
     if (named.isFile && !named.isSymlink) lock = await fs.open(lockPath(path), { read: true });
@@ -318,36 +310,28 @@ async function _stoppedDry(
   }
   try {
     if (lock !== undefined && !await lock.tryLock(true)) return undefined;
-    const file = outboxPath(path);
-    const index = await loadOutbox(file, fs);
+    if (await oldFilesPresent(path, fs)) {
+      throw new CommandFailure(
+        "the files of an older release are not imported yet: start contactd once (it imports " +
+          "them), or run forget without --dry-run (it imports them first)",
+      );
+    }
+    store = _openStore(path);
+    parts = await _stateParts(store, _commandLog(io));
+    const read = parts.outbox;
     const outbox: ErasureDeps["outbox"] = {
-      entries: () => index.entries.values(),
-      read: async (id) => {
-        const entry = index.entries.get(id);
-        if (entry !== undefined) {
-          for await (const submission of readSubmissions(file, [entry], fs)) {
-            if (submission !== undefined) return submission;
-          }
-        }
-        throw new OutboxEntryDamaged(id);
-      },
+      entries: () => read.entries(),
+      read: (id) => read.read(id),
       done: () => Promise.reject(new Error("a dry run writes nothing")),
       recorded: () => Promise.reject(new Error("a dry run writes nothing")),
       compact: () => Promise.reject(new Error("a dry run writes nothing")),
     };
-    const chat = await _exists(fs, ledgerPath(path))
-      ? await readLedger(ledgerPath(path), fs)
-      : undefined;
-    const ledger: ErasureDeps["ledger"] = {
-      entries: () => chat?.entries.values() ?? [],
-      forget: () => Promise.reject(new Error("a dry run writes nothing")),
-    };
-    kept = await _keptFiles(fs, _commandLog(io), path, true);
     return await erase(
       {
         ..._stoppedDeps(io, fs, path, outbox),
-        ...(chat === undefined ? {} : { ledger }),
-        ...(kept === undefined ? {} : { extra: kept.files }),
+        pendingOnDisk: () => read.waiting(),
+        ...(parts.ledger === undefined ? {} : { ledger: parts.ledger }),
+        extra: parts.kept,
       },
       options.match,
       true,
@@ -356,9 +340,10 @@ async function _stoppedDry(
     throw new CommandFailure(`cannot count: ${describeError(error)}`);
   } finally {
     lock?.close();
-    await kept?.close().catch((error) =>
-      io.err(`contactd forget: cannot close the other files: ${describeError(error)}`)
+    await parts?.close().catch((error) =>
+      io.err(`contactd forget: cannot close the database: ${describeError(error)}`)
     );
+    await store?.close();
   }
 }
 
@@ -387,27 +372,31 @@ function _commandLog(io: ForgetIo): Logger {
     io.err(`contactd forget: ${fields.event}${fields.error ? `: ${fields.error}` : ""}`);
 }
 
-/** While the service runs: its answer to the request left beside `MESSAGES_FILE`. */
+/** While the service runs: its answer to the request committed to the database. */
 async function _running(
   io: ForgetIo,
-  fs: RewriteFs,
   path: string,
   options: ForgetOptions,
 ): Promise<ErasureOutcome> {
   let answer;
+  const store = _openStore(path);
+  if (store === undefined) {
+    throw new CommandFailure(`the running service has no ${databasePath(path)} yet: try again`);
+  }
   try {
     answer = await askService({
-      fs,
-      messagesFile: path,
+      store,
       sleep: io.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+      now: io.now,
     }, {
       nonce: io.nonce?.() ?? crypto.randomUUID(),
       match: options.match,
       dryRun: options.dryRun,
     });
   } catch (error) {
-    if (error instanceof ForgetRequestPending) throw new CommandFailure(error.message);
     throw new CommandFailure(`cannot ask the running service: ${describeError(error)}`);
+  } finally {
+    await store.close();
   }
   if (answer === undefined) {
     throw new CommandFailure(

@@ -9,6 +9,12 @@
 /** The first characters that make a spreadsheet read a cell as a formula (OWASP's list). */
 export const FORMULA_PREFIXES: readonly string[] = ["=", "+", "-", "@", "\t", "\r"];
 
+/**
+ * The UTF-8 byte-order mark: written before the header, it makes LibreOffice's default import and
+ * Excel's double-click read the file as UTF-8 (without it, `Zoë` opens as `ZoÃ«`).
+ */
+export const UTF8_BOM = "\uFEFF";
+
 /** The line break between records (RFC 4180: CRLF). */
 export const CSV_LINE_BREAK = "\r\n";
 

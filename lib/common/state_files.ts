@@ -25,16 +25,6 @@ export function rewritePath(messagesFile: string): string {
   return `${messagesFile}.rewrite`;
 }
 
-/** Where `contactd forget` leaves its request for a running service (lib/storage/forget_request.ts). */
-export function forgetRequestPath(messagesFile: string): string {
-  return `${messagesFile}.forget`;
-}
-
-/** Where a running service answers a `contactd forget` request. */
-export function forgetAnswerPath(messagesFile: string): string {
-  return `${messagesFile}.forget.answer`;
-}
-
 /** The chat ledger: what contactd sent to the chat for each submission, and its state (lib/storage/ledger.ts). */
 export function ledgerPath(messagesFile: string): string {
   return `${messagesFile}.chat`;
@@ -55,13 +45,23 @@ export function updatesOffsetPath(messagesFile: string): string {
   return `${messagesFile}.updates`;
 }
 
+/**
+ * The SQLite database holding the service's state (lib/storage/store.ts); SQLite keeps its
+ * `-wal` and `-shm` files beside it, outside Deno's permission checks.
+ */
+export function databasePath(messagesFile: string): string {
+  return `${messagesFile}.db`;
+}
+
 /** The lock file one running service holds for `messagesFile` and the files beside it. */
 export function lockPath(messagesFile: string): string {
   return `${messagesFile}.lock`;
 }
 
 /**
- * Every file the service keeps for `messagesFile`: the backup file, the outbox, its compaction
+ * Every file the service keeps for `messagesFile`: the backup file, the database, and the files
+ * of releases before the database (imported into it at start, then removed): the outbox, its
+ * compaction
  * file, its damaged lines, the lock, the backup file's rewrite file, a `forget` request and
  * its answer, the chat ledger, the block list, the replies and the updates offset (each with the
  * `.tmp` file it is rewritten through).
@@ -70,13 +70,14 @@ export function stateFiles(messagesFile: string): string[] {
   const outbox = outboxPath(messagesFile);
   return [
     messagesFile,
+    databasePath(messagesFile),
     outbox,
     compactionPath(outbox),
     damagedPath(outbox),
     lockPath(messagesFile),
     rewritePath(messagesFile),
-    forgetRequestPath(messagesFile),
-    forgetAnswerPath(messagesFile),
+    `${messagesFile}.forget`,
+    `${messagesFile}.forget.answer`,
     ledgerPath(messagesFile),
     `${ledgerPath(messagesFile)}.tmp`,
     blockListPath(messagesFile),

@@ -7,7 +7,7 @@
 import { type Config, SETTING_NAMES, type SettingName } from "./config.ts";
 import { describeError } from "../log/logger.ts";
 import { examplePagePath } from "./example_page.ts";
-import { directoryOf, stateFiles } from "../common/state_files.ts";
+import { databasePath, directoryOf, stateFiles } from "../common/state_files.ts";
 
 /** The parts of the configuration that decide what the service may touch. */
 export type PermissionInputs =
@@ -152,6 +152,30 @@ export function forgetFlags(config: Pick<PermissionInputs, "messagesFile">): str
 }
 
 /**
+ * The flags of `contactd pending` run from a checkout: the database and nothing else of
+ * contactd's files (SQLite opens it for writing even to read it, and keeps its `-wal` and `-shm`
+ * beside it outside Deno's checks), the settings; no network. It opens no worker.
+ */
+export function pendingFlags(config: Pick<PermissionInputs, "messagesFile">): string[] {
+  const database = databasePath(config.messagesFile);
+  return [
+    "--no-prompt",
+    // Its -wal and -shm are read to refuse a link there (lib/storage/sqlite/database.ts); SQLite
+    // itself opens them outside Deno's checks.
+    `--allow-read=${list([database, `${database}-wal`, `${database}-shm`])}`,
+    `--allow-write=${list([database])}`,
+    `--allow-env=${ENV_NAMES}`,
+  ];
+}
+
+/**
+ * The flags of `contactd blocked` and `contactd unblock` run from a checkout: as `pending`'s,
+ * the database alone (its `blocks`; no block list file any more) and the settings; no network.
+ */
+export const blockedFlags: (config: Pick<PermissionInputs, "messagesFile">) => string[] =
+  pendingFlags;
+
+/**
  * A permission list. Deno splits it at each ",": an item holding one (a checkout path, say;
  * settings are refused earlier by lib/config/config.ts) would grant something else, so it throws.
  */
@@ -287,6 +311,14 @@ export function fileOpenFailure(error: unknown, file: string): Record<string, st
       hint: `${file} is outside what this contactd may use: from a checkout, deno task start ` +
         "grants what MESSAGES_FILE names (run it that way, not deno run); a binary keeps the " +
         "MESSAGES_FILE it was built with (build again with deno task compile, or set it back)",
+    };
+  }
+  if (/symbolic link/i.test(described)) {
+    // contactd's own refusal (lib/storage/file_system.ts), not the system's: no mode helps.
+    return {
+      error: described,
+      hint: `${file} is a symbolic link (or was replaced by one): contactd refuses links for ` +
+        "its files; put the real file there, or point MESSAGES_FILE at the real location",
     };
   }
   if (error instanceof Deno.errors.PermissionDenied) {

@@ -8,7 +8,10 @@
  */
 import { parseEnv } from "node:util";
 import {
+  FORM_ID,
+  FORM_SETTINGS,
   type FormSettingName,
+  formSettingName,
   formSettingNames,
   SETTING_NAMES,
   type SettingName,
@@ -160,7 +163,8 @@ export function parseEnvFile(text: string): EnvFile {
  * environment's or the file's) reads: an `<X>` that is not a form's id as `FORM_<ID>_` spells it
  * (`FORM_CLIENTB_CHAT_ID` with `FORMS=client-b`), or a `<SETTING>` that is not a form's setting
  * (`FORM_SALES_CHATID`). Each names the closest setting of a form (else `FORMS`), never the
- * value. The process environment is read by name only, so a mistyped name there cannot be seen.
+ * value. The process environment is read by name only: {@linkcode environmentLookalikes} asks it
+ * for the likely misspellings.
  */
 export function formSettingWarnings(file: EnvFile, forms: string | undefined): EnvFileWarning[] {
   const known: string[] = formSettingNames(forms);
@@ -171,6 +175,57 @@ export function formSettingWarnings(file: EnvFile, forms: string | undefined): E
     problem: "unknown_name",
     name,
     closest: known.length === 0 ? "FORMS" : _closest(name.toUpperCase(), known).name,
+  }));
+}
+
+/** A variable of the process environment that means a form's setting but is spelt otherwise. */
+export interface EnvironmentLookalike {
+  /** The name as set (only a name, never the value). */
+  readonly name: string;
+  /** The form's setting it was meant to be. */
+  readonly closest: FormSettingName;
+}
+
+/**
+ * The variables of the process environment spelt as people spell a form's setting when they get
+ * it wrong: the id's `-` dropped or kept (`FORM_SITEB_CHAT_ID`, `FORM_SITE-B_CHAT_ID` for
+ * `site-b`), the id in lower case, or the setting's `_` dropped (`FORM_SALES_CHATID`). contactd
+ * may read only the names it knows (`--allow-env=...,FORM_*`), so it cannot list the
+ * environment: it asks for these names by `get`, each of a form of `forms`.
+ */
+export function environmentLookalikes(
+  forms: string | undefined,
+  get: (name: string) => string | undefined,
+): EnvironmentLookalike[] {
+  const ids = (forms ?? "").split(",").map((id) => id.trim()).filter((id) => FORM_ID.test(id));
+  const found: EnvironmentLookalike[] = [];
+  for (const id of new Set(ids)) {
+    const spellings = [
+      id.toUpperCase().replaceAll("-", ""),
+      id.toUpperCase(),
+      id.replaceAll("-", "_"),
+    ];
+    for (const setting of FORM_SETTINGS) {
+      const closest = formSettingName(id, setting);
+      const names = new Set(
+        [...spellings, closest.slice("FORM_".length, -setting.length - 1)].flatMap((
+          written,
+        ) => [`FORM_${written}_${setting}`, `FORM_${written}_${setting.replaceAll("_", "")}`]),
+      );
+      names.delete(closest);
+      for (const name of names) {
+        if (get(name) !== undefined) found.push({ name, closest });
+      }
+    }
+  }
+  return found;
+}
+
+/** What to tell about {@linkcode environmentLookalikes}: never a value. */
+export function environmentNotes(lookalikes: readonly EnvironmentLookalike[]): EnvFileNote[] {
+  return lookalikes.map(({ name, closest }) => ({
+    text: `the environment's ${name} is not a contactd setting (did you mean ${closest}?); ignored`,
+    fields: { event: "env_setting_ignored", name, closest },
   }));
 }
 

@@ -5,7 +5,7 @@
  * - **ok**: the last send that reached a verdict was accepted (or nothing failed yet).
  * - **outage**: sends have failed since the last success (timeouts, network errors, `5xx`, odd
  *   replies). The backlog as a whole waits until `resumeAt`, as long as the outage has lasted so
- *   far (lib/delivery/retry_schedule.ts `outageDelayMs`); from the second failure in a row new
+ *   far (lib/common/retry_schedule.ts `outageDelayMs`); from the second failure in a row new
  *   senders are answered at once until then.
  * - **paused**: a failure only the operator can fix (lib/bot/api.ts `failureKind` "settings": the
  *   token, the chat, the bot's place in it). The backlog waits, tried once every
@@ -14,7 +14,10 @@
  *   each.
  *
  * Transitions: {@linkcode afterSuccess} (any state to ok) and {@linkcode afterFailure} (ok or
- * outage to outage or paused; paused stays paused). A failure that belongs to one message (its
+ * outage to outage or paused; paused stays paused). A refused token (`401`/`404`) seen by any Bot
+ * API call, one made outside the queue included (the start-up `getMe`, the chat's `getUpdates`),
+ * pauses at once ({@linkcode afterTokenRefused}), and such a pause ends as soon as a call is
+ * answered with the token again ({@linkcode afterTokenAccepted}). A failure that belongs to one message (its
  * `400`) and flood control (`429`, lib/delivery/pacer.ts) are not the API's health: they change
  * nothing here. Times are milliseconds on the caller's monotonic clock; nothing here reads a
  * clock.
@@ -51,6 +54,8 @@ export type DeliveryHealth =
     readonly since: number;
     /** When the backlog is tried again, to find out whether the operator fixed it. */
     readonly probeAt: number;
+    /** Paused because the token was refused: any call answered with it ends the pause. */
+    readonly token?: true;
   };
 
 /** What the health endpoint reads of it (`GET /api/health`). */
@@ -68,12 +73,36 @@ export interface SendFailure {
   readonly error: string;
   /** A settings problem (lib/bot/api.ts `failureKind` "settings"). */
   readonly settings: boolean;
+  /** The token itself refused (lib/bot/api.ts `isTokenRefused`): the pause ends with any answer. */
+  readonly token?: boolean;
   /** A number in [0, 1), for the back-off's jitter. */
   readonly random: () => number;
 }
 
 /** The state a queue starts in. */
 export const HEALTHY: DeliveryHealth = { state: "ok" };
+
+/**
+ * A Bot API call (any, inside the queue or not) had the token refused: delivery pauses now, with
+ * that reason, rather than when a submission next fails. Already paused, it stays as it was.
+ */
+export function afterTokenRefused(
+  health: DeliveryHealth,
+  refusal: { readonly now: number; readonly error: string },
+): DeliveryHealth {
+  if (health.state === "paused") return health;
+  const { now, error } = refusal;
+  return { state: "paused", reason: error, since: now, probeAt: now + PAUSE_PROBE_MS, token: true };
+}
+
+/**
+ * A Bot API call was answered with the token (the chat's `getUpdates`): a pause for a refused
+ * token is over (the backlog goes at once); any other state, or a pause for another reason (the
+ * chat), stays.
+ */
+export function afterTokenAccepted(health: DeliveryHealth): DeliveryHealth {
+  return health.state === "paused" && health.token === true ? HEALTHY : health;
+}
 
 /** A send was accepted: whatever the state, delivery works. */
 export function afterSuccess(_health: DeliveryHealth): DeliveryHealth {
@@ -91,7 +120,13 @@ export function afterFailure(health: DeliveryHealth, failure: SendFailure): Deli
   // A failed probe (or a new submission's try) puts the next probe off; the first reason stays.
   if (health.state === "paused") return { ...health, probeAt: now + PAUSE_PROBE_MS };
   if (settings) {
-    return { state: "paused", reason: error, since: now, probeAt: now + PAUSE_PROBE_MS };
+    return {
+      state: "paused",
+      reason: error,
+      since: now,
+      probeAt: now + PAUSE_PROBE_MS,
+      ...(failure.token === true ? { token: true as const } : {}),
+    };
   }
   const since = health.state === "outage" ? health.since : now;
   const failures = health.state === "outage" ? health.failures + 1 : 1;

@@ -14,7 +14,16 @@ export interface PacerLimits {
   readonly group: { readonly count: number; readonly windowMs: number };
   /** All chats together: at most `count` per `windowMs`. */
   readonly overall: { readonly count: number; readonly windowMs: number };
+  /**
+   * The chat actions' calls (edits, answers: lib/delivery/queue.ts `call`) to one chat: at most
+   * this share of what the chat may take in any `group.windowMs` (a group: of its `group.count`;
+   * another chat: of a message per `chat.intervalMs`), so notifications always keep the rest.
+   */
+  readonly callShare: number;
 }
+
+/** The pacer's chat for calls that are no message to a chat (toasts): no notification goes there. */
+export const CALLS_ONLY_CHAT = 0;
 
 /**
  * Telegram's published limits, each kept with a margin: the Bot API measures when a request
@@ -25,6 +34,7 @@ export const TELEGRAM_LIMITS: PacerLimits = {
   chat: { burst: 3, intervalMs: 1000 },
   group: { count: 20, windowMs: 61_000 },
   overall: { count: 30, windowMs: 1050 },
+  callShare: 0.5,
 };
 
 /**
@@ -38,6 +48,10 @@ export class Pacer {
   /** Per group chat: send times within the window, oldest first. */
   readonly #groups = new Map<number, number[]>();
   #overall: number[] = [];
+  /** Per chat: when the last message went. */
+  readonly #last = new Map<number, number>();
+  /** Per chat: the calls' send times within `group.windowMs`, oldest first. */
+  readonly #calls = new Map<number, number[]>();
   #pausedUntil = -Infinity;
 
   /** A pacer keeping `limits` (default {@linkcode TELEGRAM_LIMITS}). */
@@ -68,11 +82,45 @@ export class Pacer {
     return this.#readyAfter(chatId, count, now);
   }
 
-  /** Records one message sent to `chatId` at `now` (each part of a split text is one). */
-  sent(chatId: number, now: number): void {
+  /**
+   * The earliest time, at or after `now`, that is an even step after the last message to
+   * `chatId`: `group.windowMs / group.count` for a group, `chat.intervalMs` for another chat.
+   * What a backlog keeps to, so it never fills a chat's budget in one burst.
+   */
+  evenAt(chatId: number, now: number): number {
+    const { chat, group } = this.#limits;
+    const last = this.#last.get(chatId);
+    if (last === undefined) return now;
+    return Math.max(now, last + (chatId < 0 ? group.windowMs / group.count : chat.intervalMs));
+  }
+
+  /**
+   * The earliest time, at or after `now`, that `chatId`'s share for calls
+   * ({@linkcode PacerLimits.callShare}) has room for one more; {@linkcode CALLS_ONLY_CHAT} always
+   * has. Says nothing about the chat's other limits ({@linkcode Pacer.readyAt}).
+   */
+  callReadyAt(chatId: number, now: number): number {
+    if (chatId === CALLS_ONLY_CHAT) return now;
+    return windowFree(this.#calls.get(chatId) ?? [], this.#callLimit(chatId), now);
+  }
+
+  /** How many calls `chatId` may take in any `group.windowMs`: its share, at least one. */
+  #callLimit(chatId: number): { readonly count: number; readonly windowMs: number } {
+    const { chat, group, callShare } = this.#limits;
+    const capacity = chatId < 0 ? group.count : group.windowMs / chat.intervalMs;
+    return { count: Math.max(1, Math.floor(capacity * callShare)), windowMs: group.windowMs };
+  }
+
+  /**
+   * Records one message sent to `chatId` at `now` (each part of a split text is one); `call`: a
+   * chat action's call, counted against the chat's share for calls too.
+   */
+  sent(chatId: number, now: number, call = false): void {
     const { group, overall } = this.#limits;
     const bucket = this.#bucket(chatId, now);
     bucket.tokens -= 1;
+    this.#last.set(chatId, now);
+    if (call) push(this.#calls, chatId, now, group);
     if (chatId < 0) push(this.#groups, chatId, now, group);
     this.#overall.push(now);
     trim(this.#overall, now, overall.windowMs);

@@ -18,7 +18,7 @@
  *   others go on as if nothing happened;
  * - anything else changes the queue's health (lib/delivery/health.ts: an outage backs the backlog
  *   off as a whole, a settings problem pauses it until a send succeeds), and schedules the
- *   submission's next try with exponential back-off and jitter (lib/delivery/retry_schedule.ts).
+ *   submission's next try with exponential back-off and jitter (lib/common/retry_schedule.ts).
  *
  * Submissions older than `maxAgeMs` are given up; their ages survive clock steps
  * (lib/delivery/_ages.ts). {@linkcode DeliveryQueue.close} answers the waiting senders and waits,
@@ -33,10 +33,19 @@ import { type OutboxEntry, OutboxEntryDamaged, type OutboxSubmission } from "../
 import { formatTimestamp } from "../common/timestamp.ts";
 import type { Pacer } from "./pacer.ts";
 import { retryDelayMs } from "../common/retry_schedule.ts";
-import { type BotApiResult, failureKind, floodPause, messageIdOf } from "../bot/api.ts";
+import {
+  type BotApiResult,
+  failureKind,
+  floodPause,
+  isTokenRefused,
+  messageIdOf,
+  TOKEN_REFUSED_HINT,
+} from "../bot/api.ts";
 import {
   afterFailure,
   afterSuccess,
+  afterTokenAccepted,
+  afterTokenRefused,
   answersAtOnceUntil,
   backlogResumesAt,
   type DeliveryHealth,
@@ -169,6 +178,15 @@ export function stopWaitMs(callTimeoutMs: number): number {
   return Math.min(callTimeoutMs + 1000, STOP_WAIT_CAP_MS);
 }
 
+/**
+ * At most this many `"now"` calls wait for one chat; one more is answered {@linkcode CALLS_FULL}
+ * at once, without being made (the chat's answers never pile up without bound).
+ */
+export const CALLS_WAITING_PER_CHAT = 20;
+
+/** The error of a call refused because {@linkcode CALLS_WAITING_PER_CHAT} wait for its chat. */
+export const CALLS_FULL = "not made: too many calls wait for this chat";
+
 /** While callers wait, this many of their sends go before one backlog send. */
 const CALLER_SENDS_PER_BACKLOG_SEND = 3;
 
@@ -249,6 +267,31 @@ export class DeliveryQueue {
     this.#loop ??= this.#run();
   }
 
+  /**
+   * A Bot API call made outside the queue (the start-up `getMe`, the chat's `getUpdates`) had the
+   * token refused (`error`, e.g. `"401 Unauthorized"`): delivery pauses now and health shows it,
+   * as when a send is refused for the token (lib/delivery/health.ts `afterTokenRefused`).
+   */
+  tokenRefused(error: string): void {
+    const { clock, log } = this.#deps;
+    const before = this.#health;
+    this.#health = afterTokenRefused(before, { now: clock.now(), error });
+    if (before.state !== "paused") {
+      log("error", { event: "delivery_paused", reason: error, hint: TOKEN_REFUSED_HINT });
+      this.#reviewCallers(clock.now());
+    }
+  }
+
+  /** A call outside the queue was answered with the token: a pause for the token ends. */
+  tokenAccepted(): void {
+    const before = this.#health;
+    this.#health = afterTokenAccepted(before);
+    if (this.#health !== before) {
+      this.#deps.log("info", { event: "delivery_resumed" });
+      this.#wake?.();
+    }
+  }
+
   /** Delivery's health for `GET /api/health`: ok, an outage, or paused (with its reason). */
   status(): DeliveryStatus {
     return deliveryStatus(this.#health);
@@ -256,17 +299,28 @@ export class DeliveryQueue {
 
   /**
    * Makes a chat action's Bot API call (`fn`: an edit, a toast, a command's answer) in its turn,
-   * only while the pacer leaves `chat` room for one more message, so a sender who comes next
-   * waits at most one slot. `"now"` calls (an owner is looking) share the turns with the waiting
-   * senders' notifications, one after every {@linkcode CALLER_SENDS_PER_BACKLOG_SEND} of theirs,
-   * and go before the backlog; `"later"` calls (deleting erased messages) go when nothing else
-   * is due. A call whose chat has no room yet does not hold up the calls of other chats. A `429`
+   * within `chat`'s share for calls (lib/delivery/pacer.ts `callShare`: notifications always
+   * keep the rest of the chat's budget). `"now"` calls (an owner is looking) share the turns
+   * with the waiting senders' notifications, one after every
+   * {@linkcode CALLER_SENDS_PER_BACKLOG_SEND} of theirs, and go before the backlog, so they never
+   * wait for it to drain; with nothing else waiting, only while the chat keeps room for one more
+   * message, so a sender who comes next waits at most one slot. At most
+   * {@linkcode CALLS_WAITING_PER_CHAT} wait per chat. `"later"` calls (deleting erased messages)
+   * go when nothing else is due. A call whose chat has no room yet does not hold up the calls of
+   * other chats. A `429`
    * pauses everything, as for a notification, and the call goes again after it (at most
    * {@linkcode CALL_FLOOD_TRIES} times). Resolves with the call's result; never rejects (a
    * closed queue answers "stopping" without calling).
    */
   call(chat: number, fn: PacedCall, lane: "now" | "later" = "now"): Promise<BotApiResult> {
     if (this.#closed) return Promise.resolve({ ok: false, error: "contactd is stopping" });
+    if (lane === "now") {
+      let waiting = 0;
+      for (const job of this.#calls) if (job.chat === chat && job.lane === "now") waiting++;
+      if (waiting >= CALLS_WAITING_PER_CHAT) {
+        return Promise.resolve({ ok: false, error: CALLS_FULL });
+      }
+    }
     return new Promise((resolve) => {
       this.#calls.push({ chat, fn, resolve, tries: 0, lane });
       this.#wake?.();
@@ -361,8 +415,15 @@ export class DeliveryQueue {
           continue;
         }
         // Pacing is per chat: the next send's (forms that share a chat share its pace).
-        // (A call is chosen only when its chat has room: #dueCall.)
-        const ready = next.kind === "call" ? now : pacer.readyAt(this.#chatOfNext(next), now);
+        // (A call is chosen only when its chat has room: #dueCall.) The backlog goes evenly, never
+        // in bursts that fill a group's minute: an owner's call or a sender who comes next finds
+        // the chat's next slot a few seconds away at most.
+        const chat = next.kind === "call" ? 0 : this.#chatOfNext(next);
+        const ready = next.kind === "call"
+          ? now
+          : next.kind === "backlog"
+          ? Math.max(pacer.readyAt(chat, now), pacer.evenAt(chat, now))
+          : pacer.readyAt(chat, now);
         if (ready > now) {
           await this.#sleep(ready);
           continue;
@@ -390,13 +451,15 @@ export class DeliveryQueue {
     if (first !== undefined && this.#callerStreak < CALLER_SENDS_PER_BACKLOG_SEND) {
       return { kind: "caller", job: first };
     }
-    // Chat actions' calls an owner waits for: while senders wait, the turn after every few of
-    // theirs (so a sender waits at most one slot for a call); otherwise whenever the chat has
-    // room for the call and one more message.
-    const call = this.#dueCall(now, "now", first === undefined ? 2 : 1);
-    if ("job" in call) return { kind: "call", job: call.job };
     // The backlog's share while callers wait goes to submissions older than theirs.
     const backlog = this.#dueBacklog(now, first?.submission.id);
+    // Chat actions' calls an owner waits for go before the backlog, within their chat's share
+    // for calls (the pacer's), so they never wait for a backlog to drain: while anything else
+    // waits, at the chat's next slot (a sender who waits: after every few of theirs); otherwise
+    // only while the chat keeps one more slot free for a sender who comes next.
+    const busy = first !== undefined || "entry" in backlog;
+    const call = this.#dueCall(now, "now", busy ? 1 : 2);
+    if ("job" in call) return { kind: "call", job: call.job };
     if ("entry" in backlog) return { kind: "backlog", entry: backlog.entry };
     if (first !== undefined) return { kind: "caller", job: first };
     const later = this.#dueCall(now, "later", 2);
@@ -414,9 +477,13 @@ export class DeliveryQueue {
     room: 1 | 2,
   ): { job: CallJob } | { until: number } {
     let until = Infinity;
+    const { pacer } = this.#deps;
     for (const job of this.#calls) {
       if (job.lane !== lane) continue;
-      const ready = this.#deps.pacer.readyAfter(job.chat, room, now);
+      const ready = Math.max(
+        pacer.readyAfter(job.chat, room, now),
+        pacer.callReadyAt(job.chat, now),
+      );
       if (ready <= now) return { job };
       until = Math.min(until, ready);
     }
@@ -441,7 +508,7 @@ export class DeliveryQueue {
 
   async #sendCall(job: CallJob): Promise<void> {
     const { pacer, clock } = this.#deps;
-    pacer.sent(job.chat, clock.now());
+    pacer.sent(job.chat, clock.now(), true);
     job.tries++;
     let result: BotApiResult;
     try {
@@ -453,6 +520,9 @@ export class DeliveryQueue {
       this.#flood(result);
       if (job.tries < CALL_FLOOD_TRIES) return; // stays in line: it goes again after the pause
     }
+    // An edit or a toast says as much about the token as a notification does.
+    if (result.ok) this.tokenAccepted();
+    else if (isTokenRefused(result)) this.tokenRefused(result.error);
     const index = this.#calls.indexOf(job);
     if (index >= 0) this.#calls.splice(index, 1);
     job.resolve(result);
@@ -739,6 +809,7 @@ export class DeliveryQueue {
       now,
       error: result.error,
       settings: kind === "settings",
+      token: isTokenRefused(result),
       random,
     });
     if (this.#health.state === "paused" && before.state !== "paused") {

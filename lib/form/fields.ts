@@ -12,8 +12,19 @@ export const CONTACT_SOURCES = ["contact", "email", "_replyto"] as const;
 /** The field the contact came from. */
 export type ContactSource = typeof CONTACT_SOURCES[number];
 
-/** The honeypots: any non-blank value is a bot, answered a silent `200`. */
-export const HONEYPOTS = ["website", "_gotcha"] as const;
+/**
+ * The honeypots: any non-blank value is a bot, answered a silent `200`. `website` is contactd's,
+ * `_gotcha` Formspree's (and Getform's), `bot-field` the name Netlify's docs give with
+ * `netlify-honeypot` (whose attribute, in the page, the server never sees).
+ */
+export const HONEYPOTS = ["website", "_gotcha", "bot-field"] as const;
+
+/**
+ * Control fields of other services whose names do not start with `_`: never shown or stored.
+ * Netlify's hidden `form-name` names the Netlify form; it does not choose a contactd form (the
+ * path does, with that form's origins and chat).
+ */
+export const SERVICE_FIELDS = ["form-name"] as const;
 
 /** The fields that carry a challenge's proof (lib/challenge/altcha.ts); never part of the record. */
 export const PROOF_FIELDS = ["altcha", "cf-turnstile-response"] as const;

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { parseRedirectTarget, type RedirectTargets } from "./redirect.ts";
+import { type PageOrigin, type RedirectTargets, redirectTargets } from "./redirect.ts";
 import { type Invalid, parseSubmission, type SubmissionResult } from "./submission.ts";
 import { CONTACT_SOURCES, HONEYPOTS, PROOF_FIELDS } from "./fields.ts";
 
@@ -86,16 +86,24 @@ export function formValue(pairs: readonly (readonly [string, string])[]): Record
  * Formspree's `_next`) for after success, `_redirect_error` for after a refusal, and the
  * {@linkcode PROOF_FIELDS}.
  */
-export function parseFormPost(bytes: Uint8Array, allowedOrigins: readonly string[]): FormPost {
+export function parseFormPost(
+  bytes: Uint8Array,
+  allowedOrigins: readonly string[],
+  page?: PageOrigin,
+): FormPost {
   const pairs = decodeFormPairs(bytes);
   if (!Array.isArray(pairs)) return { result: pairs, targets: {}, proofs: {} };
-  return formPost(pairs, allowedOrigins);
+  return formPost(pairs, allowedOrigins, page);
 }
 
-/** {@linkcode parseFormPost} on pairs already decoded (a urlencoded or multipart body). */
+/**
+ * {@linkcode parseFormPost} on pairs already decoded (a urlencoded or multipart body); `page`
+ * (lib/form/redirect.ts `pageOrigin`) resolves relative targets.
+ */
 export function formPost(
   pairs: readonly (readonly [string, string])[],
   allowedOrigins: readonly string[],
+  page?: PageOrigin,
 ): FormPost {
   const value = formValue(pairs);
   const first = (name: string): string | undefined => {
@@ -107,14 +115,14 @@ export function formPost(
     const field = first(name);
     if (field !== undefined) proofs[name] = field;
   }
-  const success = parseRedirectTarget(first("_redirect") ?? first("_next"), allowedOrigins);
-  const error = parseRedirectTarget(first("_redirect_error"), allowedOrigins);
+  const named = {
+    _redirect: first("_redirect"),
+    _next: first("_next"),
+    _redirect_error: first("_redirect_error"),
+  };
   return {
     result: parseSubmission(value),
-    targets: {
-      ...(success === undefined ? {} : { success }),
-      ...(error === undefined ? {} : { error }),
-    },
+    targets: redirectTargets(named, allowedOrigins, page),
     proofs,
   };
 }

@@ -11,6 +11,7 @@ import {
   extraFields,
   HONEYPOTS,
   PROOF_FIELDS,
+  SERVICE_FIELDS,
 } from "./fields.ts";
 
 export { cleanMultiLine, cleanSingleLine, codePointLength } from "./clean.ts";
@@ -62,7 +63,10 @@ export type SubmissionResult =
   | { readonly kind: "honeypot" }
   | Invalid;
 
-/** True when a honeypot (`website`, `_gotcha`) holds anything but null or a blank string. */
+/**
+ * True when a honeypot (`website`, `_gotcha`, `bot-field`) holds anything but null or a blank
+ * string.
+ */
 export function isHoneypotHit(value: unknown): boolean {
   if (!isRecord(value)) return false;
   // Any case (`Website`, `_GOTCHA`), every one of them: a bot may fill any.
@@ -144,6 +148,7 @@ export function parseSubmission(value: unknown): SubmissionResult {
     from,
     ...HONEYPOTS,
     ...PROOF_FIELDS,
+    ...SERVICE_FIELDS,
   ]);
   const extra = extraFields(Object.entries(value), taken);
   if (extra.kind === "problem") return { kind: "invalid", ...extra.problem };

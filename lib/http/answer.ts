@@ -1,6 +1,7 @@
 /**
- * How `POST /api/contact` answers: JSON for scripts, and for no-JavaScript form posts a
- * `303 See Other` to the form's page or a plain-text sentence.
+ * How `POST /api/contact` answers: JSON for scripts (and for a form body that asks for JSON with
+ * `Accept`), JSON in Formspree's shape too on `POST /api/f/<id>`, and for no-JavaScript form
+ * posts a `303 See Other` to the form's page or a plain-text sentence.
  *
  * @module
  */
@@ -13,6 +14,61 @@ import {
   textResponse,
 } from "./responses.ts";
 import { type RedirectTargets, withErrorCode } from "../form/redirect.ts";
+
+/**
+ * The three styles of answer: `json` (contactd's JSON), `formspree` (the same plus the shape
+ * `@formspree/core` reads, on `POST /api/f/<id>`), `page` (a `303` or plain text, for a browser
+ * that posted a form itself).
+ */
+export type AnswerStyle = "json" | "formspree" | "page";
+
+/**
+ * The one rule choosing the style, by the body's kind and the `Accept` header:
+ *
+ * | body | `Accept` names `application/json` | `/api/contact…` | `/api/f/<id>` |
+ * | --- | --- | --- | --- |
+ * | JSON | either | `json` | `formspree` |
+ * | form (urlencoded, multipart) | no | `page` | `page` |
+ * | form (urlencoded, multipart) | yes | `json` | `formspree` |
+ *
+ * A form body asking for JSON is a script posting `FormData` (Formspree's, Basin's, Getform's
+ * documented fetch): it reads `response.json()` and must never meet a redirect or plain text.
+ */
+export function answerStyle(
+  form: boolean,
+  accept: string | null,
+  formspree: boolean | undefined,
+): AnswerStyle {
+  if (form && !wantsJson(accept)) return "page";
+  return formspree === true ? "formspree" : "json";
+}
+
+/**
+ * True when an `Accept` header lists `application/json` (any case, parameters allowed) with a
+ * weight other than `q=0`. A wildcard alone is not asking for JSON: browsers send it (with
+ * `text/html`) when they post a form themselves.
+ */
+export function wantsJson(accept: string | null): boolean {
+  if (accept === null) return false;
+  for (const range of accept.split(",")) {
+    const [type = "", ...parameters] = range.split(";");
+    if (type.trim().toLowerCase() !== "application/json") continue;
+    const weight = parameters.find((parameter) => /^\s*q\s*=/i.test(parameter));
+    if (weight === undefined || Number(weight.split("=")[1]) !== 0) return true;
+  }
+  return false;
+}
+
+/** The answers of `style`, with `headers` (CORS) on each; `targets` are a form's redirects. */
+export function answersOf(
+  style: AnswerStyle,
+  headers: Readonly<Record<string, string>> = NO_HEADERS,
+  targets: RedirectTargets = {},
+): Answers {
+  if (style === "page") return formAnswers(headers, targets);
+  if (style === "formspree") return formspreeAnswers(headers, targets.success ?? "");
+  return jsonAnswers(headers);
+}
 
 /** The two kinds of answer the contact pipeline gives. */
 export interface Answers {
@@ -51,6 +107,27 @@ function jsonAnswersWith(headers: Readonly<Record<string, string>>): Answers {
 const PLAIN_JSON = jsonAnswersWith(NO_HEADERS);
 
 /**
+ * Formspree's shapes beside contactd's: success `{"ok":true,"next":…}` (`next`: the form's
+ * `_next`/`_redirect` target, else empty; `@formspree/core` takes a string `next` as success),
+ * a refusal with `errors: [{message, code, field}]` as well (lib/http/responses.ts).
+ */
+function formspreeAnswers(headers: Readonly<Record<string, string>>, next: string): Answers {
+  return {
+    // Not from the answer cache: `next` is whatever target the form named.
+    success: () =>
+      new Response(JSON.stringify({ ok: true, next }), {
+        headers: { "content-type": "application/json", ...headers },
+      }),
+    error: (code, options = {}) =>
+      errorResponse(code, {
+        ...options,
+        formspree: true,
+        ...(headers === NO_HEADERS ? {} : { headers: { ...headers, ...options.headers } }),
+      }),
+  };
+}
+
+/**
  * Answers to a form post: `303` to the matching target when the form named one, else plain
  * text with the real status. `headers` are added to each.
  */
@@ -63,16 +140,18 @@ export function formAnswers(
       status: 303,
       headers: { "cache-control": "no-store", ...headers, location },
     });
+  // A target the form named that could not be used is told on the page, for the site's owner.
+  const note = targets.unresolved === undefined ? "" : `\n${targets.unresolved}\n`;
   return {
     success: () =>
       targets.success === undefined
-        ? textResponse(200, `${SUCCESS_TEXT}\n`, headers)
+        ? textResponse(200, `${SUCCESS_TEXT}\n${note}`, headers)
         : seeOther(targets.success),
     error: (code, options = {}) =>
       targets.error === undefined
         ? textResponse(
           ERRORS[code].status,
-          `${options.message ?? ERRORS[code].message}\n`,
+          `${options.message ?? ERRORS[code].message}\n${note}`,
           { ...headers, ...options.headers },
         )
         : seeOther(withErrorCode(targets.error, code)),

@@ -4,16 +4,17 @@
  *
  * @module
  */
-import { type Answers, formAnswers, jsonAnswers } from "./answer.ts";
+import { type Answers, answersOf, type AnswerStyle, answerStyle } from "./answer.ts";
 import { accept, type AcceptDeps, type Accepted } from "./accept.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
 import type { ChallengeGate, ChallengeVerdict } from "../challenge/altcha.ts";
-import { clientAddress } from "../net/client_address.ts";
+import { clientAddress, type ProxyNotice } from "../net/client_address.ts";
 import type { RealIpHeader } from "../config/config.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { formPost, parseFormPost } from "../form/form_post.ts";
 import { decodeMultipart } from "../form/multipart.ts";
+import { type PageOrigin, pageOrigin } from "../form/redirect.ts";
 import type { Cidr } from "../common/ip.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { outcome } from "../log/tally.ts";
@@ -21,13 +22,18 @@ import { type RateLimiter, rateLimitKey } from "../net/rate_limit.ts";
 import { type ErrorCode, ERRORS } from "./errors.ts";
 import { decodeJson, isRecord } from "../common/json.ts";
 import { parseSubmission, type SubmissionResult } from "../form/submission.ts";
-import type { Block, Sender } from "../spam/block_list.ts";
+import { type Block, blockableSender, type Sender } from "../spam/block_list.ts";
 import { HELD_SPAM_ERROR, heldRecord } from "../spam/held_record.ts";
 
 /** Everything the contact pipeline touches outside itself. */
 export interface ContactDeps extends AcceptDeps {
   /** The clock, in milliseconds since the epoch (`Date.now`); read once per request. */
   readonly now: () => number;
+  /**
+   * Told of each POST held as spam or refused by the rate limiter (the chat's `/status` counts
+   * them, lib/log/recent_counts.ts); absent: not counted.
+   */
+  readonly count?: (what: "held_spam" | "rate_limited") => void;
   readonly trustedProxies: readonly Cidr[];
   /** `REAL_IP_HEADER`: the header trusted proxies name the client in; default X-Forwarded-For. */
   readonly realIpHeader?: RealIpHeader;
@@ -45,11 +51,18 @@ export interface ContactDeps extends AcceptDeps {
   /** The form of `FORMS` this path serves (`POST /api/contact/<id>`); absent: the default form. */
   readonly form?: string | undefined;
   /**
-   * The spam block list (lib/spam/block_file.ts `BlockStore`): a valid submission from a blocked
+   * Served at `POST /api/f/<id>` (Formspree's path, for `@formspree/core`): JSON answers also
+   * carry Formspree's shape (lib/http/answer.ts `answerStyle`).
+   */
+  readonly formspree?: boolean | undefined;
+  /**
+   * The spam block list (lib/spam/block_store.ts `BlockStore`): a valid submission from a blocked
    * sender (its client address key or its exact contact) is answered like a honeypot hit and only
    * recorded, held. Absent: nothing is blocked.
    */
   readonly blocks?: { match(sender: Sender, now: number): Block | undefined } | undefined;
+  /** Says when requests carry a trusted proxy's own address (lib/net/client_address.ts). */
+  readonly proxyNotice?: ProxyNotice | undefined;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -75,8 +88,11 @@ export function handleContact(
     allowedOrigins,
   );
   const cors = corsHeaders(origin, allowedOrigins);
-  // Form posts come from browsers without JavaScript: they get pages, not JSON.
-  const answer: Answers = isFormKind(kind) ? formAnswers(cors) : jsonAnswers(cors);
+  // Form posts from browsers without JavaScript get pages; a script's gets JSON (its Accept).
+  const form = isFormKind(kind);
+  // Accept matters to a form body only: a JSON post does not pay for reading it.
+  const style = answerStyle(form, form ? request.headers.get("accept") : null, deps.formspree);
+  const answer: Answers = answersOf(style, cors);
 
   if (origin.kind === "refused") {
     // Before the rate limit: another site's visitors must not use up this site's quota.
@@ -95,9 +111,17 @@ export function handleContact(
     deps.trustedProxies,
     deps.realIpHeader,
   );
+  const notice = deps.proxyNotice?.note(
+    ip,
+    deps.trustedProxies,
+    deps.realIpHeader ?? "x-forwarded-for",
+    nowMs,
+  );
+  if (notice !== undefined) deps.log("warn", notice);
   const decision = deps.limiter.take(rateLimitKey(ip), nowMs);
   if (!decision.allowed) {
     outcome(deps.log, 429, "rate_limited");
+    deps.count?.("rate_limited");
     return answer.error("rate_limited", {
       headers: { "retry-after": String(decision.retryAfterSeconds) },
     });
@@ -108,8 +132,8 @@ export function handleContact(
     request,
     BODY_LIMIT,
     deps.bodyDeadline(nowMs),
-    (body) => withinBody(deps, body, { request, kind, cors, answer, ip, nowMs }),
-    (error) => internalError(deps.log, request, error),
+    (body) => withinBody(deps, body, { request, kind, cors, style, answer, ip, nowMs }),
+    (error) => internalError(deps.log, request, error, style),
     // The body was already answered (408): a stream that will not even cancel is only logged.
     (error) => deps.log("warn", { event: "body_cancel_failed", error: describeError(error) }),
   );
@@ -120,6 +144,7 @@ interface Context {
   readonly request: Request;
   readonly kind: BodyKind | undefined;
   readonly cors: Readonly<Record<string, string>>;
+  readonly style: AnswerStyle;
   readonly answer: Answers;
   readonly ip: string;
   readonly nowMs: number;
@@ -149,31 +174,39 @@ function withinBody(
 
   if (kind === "multipart") {
     const type = context.request.headers.get("content-type") ?? "";
+    const page = pageOf(context.request, deps.allowedOrigins);
     return decodeMultipart(body.bytes, type).then((decoded) => {
       if (decoded.kind === "invalid") {
         // A body that parsed still names its `_redirect_error`: the refusal goes there.
         const { pairs, ...invalid } = decoded;
-        const targets = pairs === undefined ? {} : formPost(pairs, deps.allowedOrigins).targets;
-        return _afterParse(deps, invalid, formAnswers(context.cors, targets), undefined, context);
+        const targets = pairs === undefined
+          ? {}
+          : formPost(pairs, deps.allowedOrigins, page).targets;
+        const answers = answersOf(context.style, context.cors, targets);
+        return _afterParse(deps, invalid, answers, undefined, context);
       }
-      const post = formPost(decoded.pairs, deps.allowedOrigins);
+      const post = formPost(decoded.pairs, deps.allowedOrigins, page);
       const proof = deps.challenge === undefined ? undefined : post.proofs[deps.challenge.field];
       return _afterParse(
         deps,
         post.result,
-        formAnswers(context.cors, post.targets),
+        answersOf(context.style, context.cors, post.targets),
         proof,
         context,
       );
-    }).catch((error) => internalError(deps.log, context.request, error));
+    }).catch((error) => internalError(deps.log, context.request, error, context.style));
   }
   let parsed: SubmissionResult;
   let answers = answer;
   let proof: unknown;
   const gate = deps.challenge;
   if (kind === "form") {
-    const post = parseFormPost(body.bytes, deps.allowedOrigins);
-    answers = formAnswers(context.cors, post.targets);
+    const post = parseFormPost(
+      body.bytes,
+      deps.allowedOrigins,
+      pageOf(context.request, deps.allowedOrigins),
+    );
+    answers = answersOf(context.style, context.cors, post.targets);
     parsed = post.result;
     if (gate !== undefined) proof = post.proofs[gate.field];
   } else {
@@ -206,7 +239,7 @@ function _afterParse(
       if (verdict === "passed") return afterChallenge(deps, parsed, answers, context, consume);
       outcome(deps.log, ERRORS[verdict].status, verdict);
       return answers.error(verdict);
-    }).catch((error) => internalError(deps.log, context.request, error));
+    }).catch((error) => internalError(deps.log, context.request, error, context.style));
   }
   return afterChallenge(deps, parsed, answers, context, () => "passed");
 }
@@ -245,11 +278,13 @@ function afterChallenge(
   const ts = formatTimestamp(new Date(nowMs));
   const form = deps.form === undefined ? {} : { form: deps.form };
   const fields: Accepted = { ...parsed.submission, ip, ts, ...form };
-  const block = deps.blocks?.match({ ip, contact: fields.contact }, nowMs);
+  // The proxy's own address (or this host's) blocks nobody: only the contact is checked.
+  const sender = blockableSender({ ip, contact: fields.contact }, deps.trustedProxies);
+  const block = deps.blocks?.match(sender, nowMs);
   const accepted = block === undefined ? accept(deps, answers, fields) : hold(deps, fields, block);
   return accepted.then(
     (response) => response ?? answers.success(),
-    (error) => internalError(deps.log, request, error),
+    (error) => internalError(deps.log, request, error, context.style),
   );
 }
 
@@ -275,17 +310,38 @@ async function hold(deps: ContactDeps, fields: Accepted, block: Block): Promise<
   }
   deps.onStorage(stored);
   deps.log("info", { event: "contact", status: 200, result: "held_spam", id, block: block.kind });
+  deps.count?.("held_spam");
   return undefined;
 }
 
 /**
  * Logs an unexpected error (its description, never the request's data) and answers `500`
- * with the fixed sentence: plain text to a form post (a browser shows it as a page), else JSON.
+ * with the fixed sentence in the request's style (`style`, else the one its body and `Accept`
+ * choose): plain text to a browser's form post (it shows it as a page), else JSON.
  */
-export function internalError(log: Logger, request: Request, error: unknown): Response {
+export function internalError(
+  log: Logger,
+  request: Request,
+  error: unknown,
+  style: AnswerStyle = answerStyle(
+    isFormKind(bodyKind(request.headers.get("content-type"))),
+    request.headers.get("accept"),
+    false,
+  ),
+): Response {
   log("error", { event: "internal_error", status: 500, error: describeError(error) });
-  const form = isFormKind(bodyKind(request.headers.get("content-type")));
-  return (form ? formAnswers() : jsonAnswers()).error("internal");
+  return answersOf(style).error("internal");
+}
+
+/** Where the page that posted is (lib/form/redirect.ts), for a form's relative targets. */
+function pageOf(request: Request, allowedOrigins: readonly string[]): PageOrigin {
+  const { headers } = request;
+  return pageOrigin(
+    headers.get("origin"),
+    headers.get("referer"),
+    headers.get("host"),
+    allowedOrigins,
+  );
 }
 
 /** The media types a POST may have. */
@@ -305,7 +361,7 @@ export function bodyKind(header: string | null): BodyKind | undefined {
   return undefined;
 }
 
-/** A post from an HTML form (urlencoded or multipart): answered with pages, not JSON. */
+/** A post from an HTML form (urlencoded or multipart): answered with pages unless it asks for JSON. */
 export function isFormKind(kind: BodyKind | undefined): boolean {
   return kind === "form" || kind === "multipart";
 }

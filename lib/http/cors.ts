@@ -41,7 +41,14 @@ export function corsHeaders(
 
 const VARY_ORIGIN: Readonly<Record<string, string>> = Object.freeze({ vary: "Origin" });
 
-/** `OPTIONS /api/contact`: the preflight of a cross-origin JSON post. */
+/**
+ * The request headers a cross-origin script may send: `Content-Type` (JSON), and those
+ * `@formspree/core` adds (`Formspree-Client`, and `Formspree-Session-Data` in a browser), whose
+ * values contactd ignores. `Accept` needs no preflight.
+ */
+export const ALLOWED_HEADERS = "Content-Type, Formspree-Client, Formspree-Session-Data";
+
+/** `OPTIONS /api/contact` (and every form's path): the preflight of a cross-origin script's post. */
 export function preflightResponse(request: Request, allowed: readonly string[]): Response {
   const check = checkOrigin(request.headers.get("origin"), allowed);
   if (check.kind === "refused") {
@@ -54,7 +61,7 @@ export function preflightResponse(request: Request, allowed: readonly string[]):
   };
   if (check.kind === "allowed") {
     headers["access-control-allow-methods"] = "POST";
-    headers["access-control-allow-headers"] = "Content-Type";
+    headers["access-control-allow-headers"] = ALLOWED_HEADERS;
     headers["access-control-max-age"] = "600";
   }
   return new Response(null, { status: 204, headers });

@@ -33,6 +33,11 @@ export interface ErrorMeaning {
    * `"stored": true` (the example form says so instead of "try again").
    */
   readonly stored?: true;
+  /**
+   * Formspree's name for the same refusal, where it has one: the `code` of the `errors` list that
+   * `POST /api/f/<id>` answers (`@formspree/core` reads it); else the code itself.
+   */
+  readonly formspree?: string;
 }
 
 /** Status, default human sentence and meaning of each code, in one table. */
@@ -47,13 +52,21 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
   invalid_json: { status: 400, message: "The request body is not valid JSON." },
   invalid_encoding: { status: 400, message: "The request body is not valid UTF-8." },
   invalid_body: { status: 400, message: "The request body must be a JSON object." },
-  field_type: { status: 400, message: "A field has the wrong type." },
+  field_type: { status: 400, message: "A field has the wrong type.", formspree: "TYPE_TEXT" },
   field_too_long: { status: 400, message: "A field is too long." },
-  field_required: { status: 400, message: "A required field is empty." },
+  field_required: {
+    status: 400,
+    message: "A required field is empty.",
+    formspree: "REQUIRED_FIELD_EMPTY",
+  },
   field_name: { status: 400, message: "A field's name is not one contactd accepts." },
   too_many_fields: { status: 400, message: "The form sends too many fields." },
   invalid_multipart: { status: 400, message: "The request body is not valid multipart/form-data." },
-  file_not_accepted: { status: 415, message: "Files are not accepted: contactd relays text only." },
+  file_not_accepted: {
+    status: 415,
+    message: "Files are not accepted: contactd relays text only.",
+    formspree: "NO_FILE_UPLOADS",
+  },
   invalid_host: { status: 400, message: "The request's Host header is not valid." },
   not_found: { status: 404, message: "There is nothing at this address." },
   method_not_allowed: { status: 405, message: "This method is not allowed here." },

@@ -6,7 +6,7 @@
 import { type ContactDeps, handleContact, internalError, type PeerInfo } from "./contact.ts";
 import { BODY_TIMEOUT_MS } from "./body.ts";
 import { checkOrigin, corsHeaders, preflightResponse } from "./cors.ts";
-import { clientAddress } from "../net/client_address.ts";
+import { clientAddress, ProxyNotice } from "../net/client_address.ts";
 import { parseIp } from "../common/ip.ts";
 import type { DeliveryStatus } from "../delivery/health.ts";
 import { outcome } from "../log/tally.ts";
@@ -85,6 +85,7 @@ export function createHandler(deps: HandlerDeps): Handler {
     ...deps,
     allowedOrigins,
     bodyDeadline: deps.bodyDeadline ?? sharedDeadline(BODY_TIMEOUT_MS),
+    proxyNotice: deps.proxyNotice ?? new ProxyNotice(),
     onStorage: (ok) => (storageOk = ok),
   };
   const { examplePage, challengeLimiter } = deps;
@@ -94,13 +95,16 @@ export function createHandler(deps: HandlerDeps): Handler {
     ...new Set([...allowedOrigins, ...(deps.forms ?? []).flatMap((form) => form.allowedOrigins)]),
   ];
   // Each form at its own path, with its origins; the rate limiter is the one of every form.
-  const forms = new Map<string, ContactDeps>([["/api/contact", contactDeps]]);
+  // Each is also at Formspree's path, `/api/f/<id>` (`default`: the default form), for
+  // `@formspree/core` with `endpoint: "https://<site>/api"`.
+  const forms = new Map<string, ContactDeps>([
+    ["/api/contact", contactDeps],
+    ["/api/f/default", { ...contactDeps, formspree: true }],
+  ]);
   for (const form of deps.forms ?? []) {
-    forms.set(`/api/contact/${form.id}`, {
-      ...contactDeps,
-      allowedOrigins: form.allowedOrigins,
-      form: form.id,
-    });
+    const formDeps = { ...contactDeps, allowedOrigins: form.allowedOrigins, form: form.id };
+    forms.set(`/api/contact/${form.id}`, formDeps);
+    forms.set(`/api/f/${form.id}`, { ...formDeps, formspree: true });
   }
   // OPTIONS (the CORS preflight) exists only while other origins are allowed.
   const methodsOf = (form: ContactDeps) =>

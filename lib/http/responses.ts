@@ -15,6 +15,11 @@ export interface ErrorResponseOptions {
   readonly field?: string;
   /** Extra headers such as `Retry-After` or `Allow`. */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Also in Formspree's shape (`POST /api/f/<id>`): `errors: [{message, code, field}]` beside
+   * contactd's own fields, the code Formspree's name where `ERRORS` gives one.
+   */
+  readonly formspree?: boolean;
 }
 
 // JSON answers carry one header of their own: Deno sends a response whose only header is
@@ -116,21 +121,29 @@ export function textResponse(
 
 /**
  * `{"ok":false,"error":code,"message":…}` plus `field` when given, and `"stored":true` for the
- * codes that mean the message was saved; with the code's status.
+ * codes that mean the message was saved; with the code's status. With `formspree`, also
+ * `"errors":[{"message","code","field"}]`, the list `@formspree/core` reads.
  */
 export function errorResponse(code: ErrorCode, options: ErrorResponseOptions = {}): Response {
   const { status, stored } = ERRORS[code];
   const { field, message = ERRORS[code].message, headers = NO_HEADERS } = options;
+  const formspree = options.formspree === true;
   // Refusals repeat: the key names what the body holds, so it is serialised only once. Codes,
   // field names and sentences are this file's and lib/form/submission.ts's: none holds a newline.
-  const key = `error ${code}\n${field === undefined ? "-" : `=${field}`}\n${message}`;
+  const key = `error${formspree ? "+formspree" : ""} ${code}\n${
+    field === undefined ? "-" : `=${field}`
+  }\n${message}`;
+  const named = field === undefined ? {} : { field };
   const body = () =>
     JSON.stringify({
       ok: false,
       error: code,
-      ...(field === undefined ? {} : { field }),
+      ...named,
       message,
       ...(stored ? { stored } : {}),
+      ...(formspree
+        ? { errors: [{ message, code: ERRORS[code].formspree ?? code, ...named }] }
+        : {}),
     });
   // A name the sender chose (and its sentence) is built each time, never kept.
   if (field !== undefined && !OWN_FIELDS.has(field)) {

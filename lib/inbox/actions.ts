@@ -7,6 +7,7 @@
  * @module
  */
 import type { ChatAction, MessageState } from "../bot/keyboard.ts";
+import type { Unblockable } from "../spam/block_list.ts";
 
 /** What the decision needs of the chat ledger's entry (lib/storage/ledger.ts `LedgerEntry`). */
 export interface ActedOn {
@@ -129,4 +130,30 @@ export function decidePress(
   if (entry.state === transition.to) return { kind: "same", id: entry.id, state: entry.state };
   if (entry.state !== transition.from) return { kind: "refuse", reason: "stale" };
   return { kind: "apply", id: entry.id, transition };
+}
+
+/** How a Spam press's toast names an address it did not block (lib/spam/block_list.ts). */
+const WITHHELD_WORDS: Readonly<Record<Unblockable, string>> = {
+  loopback: "it is this host's (a proxy that did not name the client?)",
+  trusted_proxy: "it is the proxy's own (the proxy did not name the client)",
+  not_an_address: "none was recorded",
+};
+
+/**
+ * The toast of a Spam press that blocked for `period`: the sender (its address and contact)
+ * when its address may be blocked; otherwise its contact only, or nothing without a contact,
+ * saying why the address was not (`withheld`, lib/spam/block_list.ts `unblockableAddress`): a
+ * block on a proxy's or this host's address would hold every sender, not this one.
+ */
+export function spamToast(
+  withheld: Unblockable | undefined,
+  hasContact: boolean,
+  period: string,
+): string {
+  const base = TRANSITIONS.spam.toast.replace(/: .*$/, "");
+  if (withheld === undefined) return `${TRANSITIONS.spam.toast} for ${period}.`;
+  const why = WITHHELD_WORDS[withheld];
+  return hasContact
+    ? `${base}: its contact is blocked for ${period}, not its address: ${why}.`
+    : `${base}: nothing is blocked (no contact, and its address: ${why}).`;
 }

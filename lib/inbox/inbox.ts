@@ -27,7 +27,14 @@ import {
   decidePress,
   REFUSAL_TOASTS,
   type RefusalReason,
+  spamToast,
 } from "./actions.ts";
+import type { Cidr } from "../common/ip.ts";
+import { describeError } from "../log/logger.ts";
+import { unblockableAddress } from "../spam/block_list.ts";
+import { CALLS_ONLY_CHAT } from "../delivery/pacer.ts";
+import { AnswerBudget, type AnswerVerdict } from "./answer_budget.ts";
+import { UpdateNotSaved } from "./poller.ts";
 import { type PendingItem, pendingText, type StatusReport, statusText } from "./status_text.ts";
 
 /** The Bot API calls the inbox makes, each paced by the delivery queue. */
@@ -98,10 +105,20 @@ export interface InboxDeps {
   readonly chats: ReadonlySet<number>;
   /** `CHAT_ACTIONS_BY`. */
   readonly by: ChatActionsBy;
-  /** `/status`'s report, now. */
-  readonly status: () => StatusReport;
-  /** `/pending`'s items, now. */
-  readonly pending: () => readonly PendingItem[];
+  /** `/status`'s report for `chat`, now: what belongs to that chat (its forms) only. */
+  readonly status: (chat: number) => StatusReport;
+  /** `/pending`'s items for `chat`, now: what belongs to that chat (its forms) only. */
+  readonly pending: (chat: number) => readonly PendingItem[];
+  /**
+   * `TRUSTED_PROXIES`: a Spam press never blocks an address inside them, nor a loopback one
+   * (lib/spam/block_list.ts `unblockableAddress`); default none (loopback still counts).
+   */
+  readonly trusted?: readonly Cidr[];
+  /**
+   * Whether to answer `person` in `chat` (lib/inbox/answer_budget.ts `AnswerBudget.take`; a
+   * refusal named by `refusal`); default an {@linkcode AnswerBudget} on {@linkcode InboxDeps.now}.
+   */
+  readonly answers?: (chat: number, person: number, refusal: string | undefined) => AnswerVerdict;
   /**
    * Takes a reply to a notification (lib/inbox/reply_desk.ts): resolves with the answer to give
    * at once (why nothing is sent), or `undefined` when it was taken (its outcome is answered
@@ -126,13 +143,23 @@ export const NOT_A_NOTIFICATION =
   "Not a notification contactd still keeps (past RETENTION or erased, or not one at all): " +
   "nothing was sent. Reply to a notification to email its sender.";
 
+/**
+ * What a press whose effect or state could not be written gets: the update is not confirmed, so
+ * it is handled again (lib/inbox/poller.ts `UpdateNotSaved`).
+ */
+export const NOT_SAVED = "⚠️ Not saved (contactd could not write its files): try again.";
+
 /** The chat actions; see the module documentation. */
 export class Inbox {
   readonly #deps: InboxDeps;
+  readonly #answers: (chat: number, person: number, refusal: string | undefined) => AnswerVerdict;
 
   /** An inbox over `deps`. */
   constructor(deps: InboxDeps) {
     this.#deps = deps;
+    const budget = new AnswerBudget();
+    this.#answers = deps.answers ??
+      ((chat, person, refusal) => budget.take(chat, person, refusal, deps.now()));
   }
 
   /** Handles one update. Resolves once its state is written and its answers are made. */
@@ -152,50 +179,60 @@ export class Inbox {
   async #press(event: PressEvent): Promise<void> {
     const { api, ledger, log } = this.#deps;
     const data = parseCallbackData(event.data);
-    if (data === undefined) return await this.#refuse(event, "forged");
+    if (data === undefined) return this.#refuse(event, "forged");
     const entry = ledger.get(data.id);
     const decision = decidePress(event, data.action, entry);
-    if (decision.kind === "refuse") return await this.#refuse(event, decision.reason, data.id);
+    if (decision.kind === "refuse") return this.#refuse(event, decision.reason, data.id);
     // A chat contactd no longer notifies (a form's chat changed) acts on nothing any more.
     if (!this.#deps.chats.has(event.chatId)) {
-      return await this.#refuse(event, "wrong_chat", data.id);
+      return this.#refuse(event, "wrong_chat", data.id);
     }
     if (!(await this.#mayAct(event.chatId, event.from))) {
-      return await this.#refuse(event, "not_admin", data.id);
+      return this.#refuse(event, "not_admin", data.id);
     }
     const id = decision.id;
     const now = formatUtc(this.#deps.now());
-    const blocks = this.#deps.blocks;
     let state: MessageState;
     let toast: string;
     // Who set the state, and when, as the state line says it.
     let by = event.from.name;
     let at = now;
-    if (decision.kind === "same") {
-      state = decision.state;
-      toast = `Already ${STATE_NAMES[state]}.`;
-      // Made again (both are idempotent): an earlier press whose block or lift failed after its
-      // state was written is completed by pressing again.
-      if (state === "spam" && entry !== undefined) await blocks.block(entry, event.from.id);
-      if (state === "open" && data.action === "not_spam") await blocks.lift(id);
-      by = entry?.byName ?? by;
-      at = entry?.at ?? at;
-    } else {
-      const { transition } = decision;
-      state = transition.to;
-      toast = transition.toast;
-      // The effect before the state: a failure leaves the state as it was, and the press can be
-      // repeated. The block list logs `blocked` and `unblocked` (kinds of block, never keys).
-      if (transition.effect === "block" && entry !== undefined) {
-        await blocks.block(entry, event.from.id);
-        toast = `${toast} for ${blocks.period}.`;
-      } else if (transition.effect === "unblock") {
-        await blocks.lift(id);
+    try {
+      if (decision.kind === "same") {
+        state = decision.state;
+        toast = `Already ${STATE_NAMES[state]}.`;
+        // Made again (both are idempotent): an earlier press whose block or lift failed after
+        // its state was written is completed by pressing again.
+        if (state === "spam" && entry !== undefined) await this.#block(entry, event.from.id);
+        if (state === "open" && data.action === "not_spam") await this.#deps.blocks.lift(id);
+        by = entry?.byName ?? by;
+        at = entry?.at ?? at;
+      } else {
+        const { transition } = decision;
+        state = transition.to;
+        toast = transition.toast;
+        // The effect before the state: a failure leaves the state as it was, and the press can
+        // be repeated. The block list logs `blocked` and `unblocked` (kinds, never keys).
+        if (transition.effect === "block" && entry !== undefined) {
+          toast = await this.#block(entry, event.from.id);
+        } else if (transition.effect === "unblock") {
+          await this.#deps.blocks.lift(id);
+        }
+        await ledger.setState(id, state, event.from, now);
+        log("info", { event: transition.event, id, update_id: event.updateId });
       }
-      await ledger.setState(id, state, event.from, now);
-      log("info", { event: transition.event, id, update_id: event.updateId });
+    } catch (error) {
+      // Said honestly, and not confirmed: the poller hands the update over again.
+      log("error", {
+        event: "action_not_saved",
+        id,
+        update_id: event.updateId,
+        error: describeError(error),
+      });
+      this.#answer(api.toast(event.queryId, NOT_SAVED), "toast", id);
+      throw new UpdateNotSaved(event.updateId, error);
     }
-    await this.#answer(api.toast(event.queryId, toast), "toast", id);
+    this.#answer(api.toast(event.queryId, toast), "toast", id);
     // A state line only once the owner acted: a notification's own last line is never taken for
     // one (a sender may end a message with what looks like a state line).
     const text = event.text === undefined
@@ -205,6 +242,20 @@ export class Inbox {
     if (!edited.ok && !isNotModified(edited)) {
       log("warn", { event: "action_edit_failed", id, error: edited.error });
     }
+  }
+
+  /**
+   * Blocks the sender of `entry` (its address only when it may be blocked:
+   * lib/spam/block_list.ts `unblockableAddress`); resolves with the press's toast.
+   */
+  async #block(
+    entry: { readonly id: string; readonly ip: string; readonly contact: string },
+    by: number,
+  ): Promise<string> {
+    const { blocks } = this.#deps;
+    const withheld = unblockableAddress(entry.ip, this.#deps.trusted ?? []);
+    await blocks.block(withheld === undefined ? entry : { ...entry, ip: "" }, by);
+    return spamToast(withheld, entry.contact.trim() !== "", blocks.period);
   }
 
   async #command(event: CommandEvent): Promise<void> {
@@ -218,11 +269,12 @@ export class Inbox {
       log("info", { event: "action_refused", result: "not_admin", update_id: event.updateId });
       return;
     }
+    if (!this.#mayAnswer(event, undefined)) return;
     const text = event.command === "status"
-      ? statusText(this.#deps.status())
-      : pendingText(this.#deps.pending());
+      ? statusText(this.#deps.status(event.chatId))
+      : pendingText(this.#deps.pending(event.chatId));
     log("info", { event: "command_answered", command: event.command });
-    await this.#answer(
+    this.#answer(
       api.say(event.chatId, text, { ...topic(event), replyTo: event.messageId }),
       "command_answer",
     );
@@ -252,12 +304,14 @@ export class Inbox {
         result: "not_notification",
         update_id: event.updateId,
       });
-      await this.#answer(api.say(event.chatId, NOT_A_NOTIFICATION, at), "reply_answer");
+      if (!this.#mayAnswer(event, NOT_A_NOTIFICATION)) return;
+      this.#answer(api.say(event.chatId, NOT_A_NOTIFICATION, at), "reply_answer");
       return;
     }
     if (!(await this.#mayAct(event.chatId, event.from))) {
       log("info", { event: "action_refused", result: "not_admin", id: entry.id });
-      await this.#answer(
+      if (!this.#mayAnswer(event, REFUSAL_TOASTS.not_admin)) return;
+      this.#answer(
         api.say(event.chatId, REFUSAL_TOASTS.not_admin, at),
         "reply_answer",
         entry.id,
@@ -267,8 +321,8 @@ export class Inbox {
     const answer = this.#deps.reply === undefined
       ? NO_REPLIES
       : await this.#deps.reply({ event, submission: entry.id });
-    if (answer === undefined) return;
-    await this.#answer(api.say(event.chatId, answer, at), "reply_answer", entry.id);
+    if (answer === undefined || !this.#mayAnswer(event, answer)) return;
+    this.#answer(api.say(event.chatId, answer, at), "reply_answer", entry.id);
   }
 
   /** `CHAT_ACTIONS_BY=admins` in a group: only its administrators act. */
@@ -277,28 +331,65 @@ export class Inbox {
     return await this.#deps.api.isAdmin(chat, from.id);
   }
 
-  /** A refused press: a toast saying why, and one tallied line. */
-  async #refuse(event: PressEvent, reason: RefusalReason, id?: string): Promise<void> {
+  /**
+   * Whether an answer to `event`'s person in its chat is within the answers' budgets (a refusal,
+   * named by `refusal`, not given to them lately); a withheld one is one tallied line.
+   */
+  #mayAnswer(
+    event: { readonly chatId: number; readonly from: Sender; readonly updateId: number },
+    refusal: string | undefined,
+  ): boolean {
+    const verdict = this.#answers(event.chatId, event.from.id, refusal);
+    if (verdict === "answer") return true;
+    this.#deps.log("info", {
+      event: "action_refused",
+      result: "answer_withheld",
+      why: verdict,
+      update_id: event.updateId,
+    });
+    return false;
+  }
+
+  /**
+   * A refused press: one tallied line, and a toast saying why, unless that person was given the
+   * same refusal lately (the toast costs no chat's budget, but a flood of presses would delay the
+   * owner's toasts).
+   */
+  #refuse(event: PressEvent, reason: RefusalReason, id?: string): void {
     this.#deps.log("info", {
       event: "action_refused",
       result: reason,
       update_id: event.updateId,
       ...(id === undefined ? {} : { id }),
     });
-    await this.#answer(this.#deps.api.toast(event.queryId, REFUSAL_TOASTS[reason]), "toast", id);
+    // Toasts count apart from the chat's answers (they cost no message of the chat).
+    if (!this.#mayAnswer({ ...event, chatId: CALLS_ONLY_CHAT }, `toast:${reason}`)) return;
+    this.#answer(this.#deps.api.toast(event.queryId, REFUSAL_TOASTS[reason]), "toast", id);
   }
 
-  /** Waits for an answer's call; a failure is logged (`chat_answer_failed`), never thrown. */
-  async #answer(call: Promise<BotApiResult>, what: string, id?: string): Promise<void> {
-    const result = await call;
-    if (!result.ok) {
+  /**
+   * Sends an answer (a toast, an edit, a line in the chat) without waiting for it: the update is
+   * handled once its effect is saved, and the next one is read at once, so answers that wait for
+   * the chat's budget (paced by the queue) never hold the owner's next press behind them. A
+   * failure is logged (`chat_answer_failed`).
+   */
+  #answer(call: Promise<BotApiResult>, what: string, id?: string): void {
+    call.then((result) => {
+      if (result.ok) return;
       this.#deps.log("warn", {
         event: "chat_answer_failed",
         what,
         error: result.error,
         ...(id === undefined ? {} : { id }),
       });
-    }
+    }, (error) => {
+      this.#deps.log("warn", {
+        event: "chat_answer_failed",
+        what,
+        error: describeError(error),
+        ...(id === undefined ? {} : { id }),
+      });
+    });
   }
 }
 

@@ -106,6 +106,26 @@ export function afterPollFailure(
   };
 }
 
+/**
+ * Thrown by a handler whose update's effect could not be saved (a full disk): the update is not
+ * confirmed, so it is handled again after {@linkcode NOT_SAVED_RETRY_MS}, and so is every update
+ * after it (they keep their order).
+ */
+export class UpdateNotSaved extends Error {
+  /** The update's id. */
+  readonly updateId: number;
+
+  /** Update `updateId` could not be saved, for `cause`. */
+  constructor(updateId: number, cause: unknown) {
+    super(`update ${updateId} could not be saved`, { cause });
+    this.name = "UpdateNotSaved";
+    this.updateId = updateId;
+  }
+}
+
+/** How long after an update that could not be saved it is handled again. */
+export const NOT_SAVED_RETRY_MS = 5000;
+
 /** Where the offset is kept between runs (`MESSAGES_FILE.updates`). */
 export interface OffsetStore {
   /** The next update id to ask for; `undefined` when none was kept. */
@@ -119,13 +139,21 @@ export interface PollerDeps<U extends { readonly updateId: number }> {
   readonly poll: (offset: number | undefined, signal: AbortSignal) => Promise<GetUpdatesResult>;
   /** Splits a poll's result into update ids and what the handler needs (lib/bot/updates.ts). */
   readonly parse: (updates: readonly unknown[]) => readonly U[];
-  /** Handles one update; a throw is logged (`update_failed`) and the update counts as handled. */
+  /**
+   * Handles one update; a throw is logged (`update_failed`) and the update counts as handled,
+   * except {@linkcode UpdateNotSaved}: not confirmed, handled again.
+   */
   readonly handle: (update: U) => Promise<void>;
   readonly offsets: OffsetStore;
   /** Waits `ms`, or less when `signal` aborts. */
   readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   readonly random: () => number;
   readonly log: Logger;
+  /**
+   * Told each poll's answer, so a refused token (`401`/`404`) reaches delivery's health at once
+   * and an answer with the token ends that pause (lib/delivery/queue.ts `tokenRefused`).
+   */
+  readonly answered?: (result: GetUpdatesResult) => void;
 }
 
 /** The long-poll loop: {@linkcode UpdatePoller.start}, then {@linkcode UpdatePoller.close}. */
@@ -176,6 +204,7 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
         result = { ok: false, error: describeError(error) };
       }
       if (signal.aborted) break;
+      this.#deps.answered?.(result);
       const step = result.ok
         ? afterPoll(this.#health)
         : afterPollFailure(this.#health, result, this.#deps.random);
@@ -210,10 +239,21 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
         await this.#deps.sleep(IDLE_POLL_MS, signal).catch(() => {});
         continue;
       }
+      let notSaved = false;
       for (const update of fresh) {
         try {
           await this.#deps.handle(update);
         } catch (error) {
+          if (error instanceof UpdateNotSaved) {
+            // Not confirmed: the next poll, from the same offset, brings it again.
+            log("warn", {
+              event: "update_not_saved",
+              update_id: update.updateId,
+              retry_in_s: NOT_SAVED_RETRY_MS / 1000,
+            });
+            notSaved = true;
+            break;
+          }
           log("error", {
             event: "update_failed",
             update_id: update.updateId,
@@ -234,6 +274,7 @@ export class UpdatePoller<U extends { readonly updateId: number }> {
         }
         if (signal.aborted) break;
       }
+      if (notSaved) await this.#deps.sleep(NOT_SAVED_RETRY_MS, signal).catch(() => {});
     }
   }
 }

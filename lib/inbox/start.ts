@@ -6,17 +6,19 @@
  *
  * @module
  */
-import { type BotApiOptions, getUpdates } from "../bot/api.ts";
+import { type BotApiOptions, getUpdates, isTokenRefused } from "../bot/api.ts";
 import { ALLOWED_UPDATES, parseUpdates } from "../bot/updates.ts";
 import type { ChatActionsBy } from "../config/config.ts";
+import type { Cidr } from "../common/ip.ts";
 import type { DeliveryClock, DeliveryQueue } from "../delivery/queue.ts";
 import type { Logger } from "../log/logger.ts";
-import type { BlockStore } from "../spam/block_file.ts";
-import type { StorageFs } from "../storage/file_system.ts";
+import type { BlockStore } from "../spam/block_store.ts";
+import type { Store } from "../storage/store.ts";
 import type { Ledger } from "../storage/ledger.ts";
 import { pacedChatApi } from "./chat_api.ts";
 import { Inbox } from "./inbox.ts";
-import { offsetFile } from "./offset_file.ts";
+import { AnswerBudget } from "./answer_budget.ts";
+import { offsetStore } from "./offset_file.ts";
 import { LONG_POLL_S, UpdatePoller } from "./poller.ts";
 import type { PendingItem, StatusReport } from "./status_text.ts";
 import type { ReplySettings } from "../mail/message.ts";
@@ -30,7 +32,7 @@ import { outcomeText, replyDesk } from "./reply_desk.ts";
 export interface ChatInboxDeps {
   /** The Bot API, token included. */
   readonly api: BotApiOptions;
-  readonly queue: Pick<DeliveryQueue, "call">;
+  readonly queue: Pick<DeliveryQueue, "call" | "tokenRefused" | "tokenAccepted">;
   readonly ledger: Ledger;
   readonly blocks: Pick<BlockStore, "block" | "lift">;
   /** `SPAM_BLOCK_FOR`. */
@@ -42,12 +44,16 @@ export interface ChatInboxDeps {
   readonly botUsername: string | undefined;
   /** The bot's id (`getMe`): the offset kept is this bot's; `undefined` when unknown. */
   readonly botId: number | undefined;
-  readonly status: () => StatusReport;
-  readonly pending: () => readonly PendingItem[];
+  /** `/status`'s report for a chat: what belongs to it (its forms) only. */
+  readonly status: (chat: number) => StatusReport;
+  /** `/pending`'s items for a chat: what belongs to it (its forms) only. */
+  readonly pending: (chat: number) => readonly PendingItem[];
+  /** `TRUSTED_PROXIES`: never blocked by a Spam press (lib/spam/block_list.ts). */
+  readonly trusted: readonly Cidr[];
   /** Replies by email (`SMTP_URL`); absent: replies by email are off. */
   readonly mail?: InboxMail;
-  readonly messagesFile: string;
-  readonly fs: StorageFs;
+  /** The database: the updates offset is kept there. */
+  readonly store: Store;
   readonly clock: DeliveryClock;
   readonly random: () => number;
   readonly log: Logger;
@@ -112,6 +118,7 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
     now: clock.wallNow,
     log,
   });
+  const answers = new AnswerBudget();
   const inbox = new Inbox({
     api: chatApi,
     ledger: deps.ledger,
@@ -124,6 +131,8 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
     by: deps.by,
     status: deps.status,
     pending: deps.pending,
+    trusted: deps.trusted,
+    answers: (chat, person, refusal) => answers.take(chat, person, refusal, clock.now()),
     ...(desk === undefined ? {} : { reply: desk }),
     now: clock.wallNow,
     log,
@@ -137,7 +146,7 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
       }),
     parse: (updates) => parseUpdates(updates, deps.botUsername),
     handle: (event) => inbox.handle(event),
-    offsets: offsetFile(deps.messagesFile, deps.fs, log, deps.botId),
+    offsets: offsetStore(deps.store, log, deps.botId),
     sleep: (ms, signal) =>
       new Promise<void>((resolve) => {
         if (signal.aborted) return resolve();
@@ -151,6 +160,12 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
       }),
     random: deps.random,
     log,
+    // A token refused to getUpdates pauses delivery at once (health shows it), not at the next
+    // submission; an answer with the token ends that pause.
+    answered: (result) => {
+      if (result.ok) deps.queue.tokenAccepted();
+      else if (isTokenRefused(result)) deps.queue.tokenRefused(result.error);
+    },
   });
   poller.start();
   log("info", { event: "chat_actions_started", chats: deps.chats.size, by: deps.by });

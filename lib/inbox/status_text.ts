@@ -16,10 +16,15 @@ export interface StatusReport {
   readonly oldestMs: number | undefined;
   /** Replies by email waiting (`undefined`: replies by email are off). */
   readonly replies: number | undefined;
-  /** The last 24 hours. */
-  readonly delivered: number;
-  readonly heldSpam: number;
-  readonly rateLimited: number;
+  /**
+   * The last 24 hours, site-wide: only in the default form's chat (a form's own chat sees what
+   * belongs to it only); `undefined` elsewhere.
+   */
+  readonly last24h?: {
+    readonly delivered: number;
+    readonly heldSpam: number;
+    readonly rateLimited: number;
+  } | undefined;
 }
 
 /** One line of `/pending`. */
@@ -32,26 +37,48 @@ export interface PendingItem {
   readonly attempts: number;
 }
 
+/** Which chat's items {@linkcode pendingItems} keeps: `chat`, and the chat of each form. */
+export interface ChatFilter {
+  readonly chat: number;
+  /** The chat a form's submissions go to (`undefined`: the default form). */
+  readonly chatOf: (form: string | undefined) => number;
+}
+
 /**
  * What waits, for `/pending`: the submissions not yet in the chat (outbox entries not done) and
- * the replies not yet emailed, with their ages at `wallNow` (ms since the epoch) by their `ts`.
+ * the replies not yet emailed, with their ages at `wallNow` (ms since the epoch) by their `ts`;
+ * with `only`, those of that chat alone (a form's group never sees another form's).
  */
 export function pendingItems(
   messages: Iterable<
-    { readonly id: string; readonly ts: string; readonly attempts: number; readonly done: unknown }
+    {
+      readonly id: string;
+      readonly ts: string;
+      readonly attempts: number;
+      readonly done: unknown;
+      readonly form?: string | undefined;
+    }
   >,
   replies: Iterable<
-    { readonly submission: string; readonly ts: string; readonly attempts: number }
+    {
+      readonly submission: string;
+      readonly ts: string;
+      readonly attempts: number;
+      readonly chat?: number;
+    }
   >,
   wallNow: number,
+  only?: ChatFilter,
 ): PendingItem[] {
   const ageMs = (ts: string) => Math.max(0, wallNow - Date.parse(ts));
   const items: PendingItem[] = [];
   for (const entry of messages) {
     if (entry.done) continue;
+    if (only !== undefined && only.chatOf(entry.form) !== only.chat) continue;
     items.push({ kind: "message", id: entry.id, ageMs: ageMs(entry.ts), attempts: entry.attempts });
   }
   for (const reply of replies) {
+    if (only !== undefined && reply.chat !== only.chat) continue;
     items.push({
       kind: "reply",
       id: reply.submission,
@@ -106,10 +133,13 @@ export function statusText(report: StatusReport): string {
     : `Waiting: ${report.pending}, the oldest ${formatAge(report.oldestMs ?? 0)} old.`;
   const lines = [state, pending];
   if (report.replies !== undefined) lines.push(`Replies by email waiting: ${report.replies}.`);
-  lines.push(
-    `Last 24 h: ${report.delivered} delivered, ${report.heldSpam} held as spam, ` +
-      `${report.rateLimited} refused by the rate limit.`,
-  );
+  const day = report.last24h;
+  if (day !== undefined) {
+    lines.push(
+      `Last 24 h: ${day.delivered} delivered, ${day.heldSpam} held as spam, ` +
+        `${day.rateLimited} refused by the rate limit.`,
+    );
+  }
   return lines.join("\n");
 }
 

@@ -87,27 +87,9 @@ export function startReplySender(options: ReplySenderOptions): ReplySender {
   const finished = new Set<string>();
   let state: ReplySenderState = { kind: "idle" };
 
-  const tell = (reply: PendingReply, outcome: ReplyOutcome) => {
-    try {
-      options.onOutcome(reply, outcome);
-    } catch (error) {
-      log("error", { event: "reply_outcome_failed", reply: reply.id, error: describeError(error) });
-    }
-  };
-
-  const record = async (what: string, reply: PendingReply, write: () => Promise<void>) => {
-    try {
-      await write();
-    } catch (error) {
-      log("error", {
-        event: "reply_store_failed",
-        reply: reply.id,
-        submission: reply.submission,
-        op: what,
-        error: describeError(error),
-      });
-    }
-  };
+  const tell = (reply: PendingReply, outcome: ReplyOutcome) => _tell(options, reply, outcome);
+  const record = (what: string, reply: PendingReply, write: () => Promise<void>) =>
+    _record(log, what, reply, write);
 
   const giveUp = async (reply: PendingReply, reason: string) => {
     finished.add(reply.id);
@@ -160,22 +142,14 @@ export function startReplySender(options: ReplySenderOptions): ReplySender {
     while (state.kind === "idle") {
       const waiting = store.pending().filter((reply) => !finished.has(reply.id));
       const now = clock.now();
-      const old = waiting.find((reply) =>
-        clock.wallNow() - Date.parse(reply.ts) > options.maxAgeMs
-      );
-      if (old !== undefined) {
-        await giveUp(old, TOO_OLD_REASON);
+      const step = nextStep(waiting, nextTry, now, clock.wallNow(), options.maxAgeMs);
+      if (step.kind === "give_up") {
+        await giveUp(step.reply, TOO_OLD_REASON);
         continue;
       }
-      const due = waiting.find((reply) => (nextTry.get(reply.id) ?? now) <= now);
-      if (due === undefined) {
-        if (waiting.length === 0) return;
-        // The next try, or the moment a reply becomes too old, whichever comes first.
-        const times = waiting.flatMap((reply) => [
-          nextTry.get(reply.id)!,
-          now + Date.parse(reply.ts) + options.maxAgeMs - clock.wallNow() + 1,
-        ]);
-        const until = Math.min(...times);
+      if (step.kind === "none") return;
+      if (step.kind === "wait") {
+        const { until } = step;
         const timer = clock.setTimer(() => {
           if (state.kind !== "waiting") return;
           state = { kind: "idle" };
@@ -184,8 +158,8 @@ export function startReplySender(options: ReplySenderOptions): ReplySender {
         state = { kind: "waiting", until, timer };
         return;
       }
-      const done = attempt(due);
-      state = { kind: "sending", id: due.id, done };
+      const done = attempt(step.reply);
+      state = { kind: "sending", id: step.reply.id, done };
       await done;
       // close() may have run meanwhile.
       if ((state as ReplySenderState).kind === "closed") return;
@@ -217,17 +191,85 @@ export function startReplySender(options: ReplySenderOptions): ReplySender {
         const before = state;
         state = { kind: "closed" };
         if (before.kind === "waiting") clock.clearTimer(before.timer);
-        if (before.kind !== "sending") return;
-        let timer: unknown;
-        const bound = new Promise<void>((resolve) => {
-          timer = clock.setTimer(resolve, CLOSE_WAIT_MS);
-        });
-        await Promise.race([before.done, bound]);
-        clock.clearTimer(timer);
+        if (before.kind === "sending") await _atMost(clock, before.done, CLOSE_WAIT_MS);
       })();
       return closing;
     },
   };
+}
+
+/** What the sender does next with the replies `waiting`. */
+export type NextStep =
+  | { readonly kind: "give_up"; readonly reply: PendingReply }
+  | { readonly kind: "send"; readonly reply: PendingReply }
+  | { readonly kind: "wait"; readonly until: number }
+  | { readonly kind: "none" };
+
+/**
+ * The sender's next step: give up a reply older than `maxAgeMs` (by its `ts` at `wallNow`), send
+ * one whose next try (`nextTry`, monotonic; absent: due) has come, else wait until the next try
+ * or the moment a reply becomes too old, whichever is first; nothing when none waits.
+ */
+export function nextStep(
+  waiting: readonly PendingReply[],
+  nextTry: ReadonlyMap<string, number>,
+  now: number,
+  wallNow: number,
+  maxAgeMs: number,
+): NextStep {
+  const old = waiting.find((reply) => wallNow - Date.parse(reply.ts) > maxAgeMs);
+  if (old !== undefined) return { kind: "give_up", reply: old };
+  const due = waiting.find((reply) => (nextTry.get(reply.id) ?? now) <= now);
+  if (due !== undefined) return { kind: "send", reply: due };
+  if (waiting.length === 0) return { kind: "none" };
+  const times = waiting.flatMap((reply) => [
+    nextTry.get(reply.id)!,
+    now + Date.parse(reply.ts) + maxAgeMs - wallNow + 1,
+  ]);
+  return { kind: "wait", until: Math.min(...times) };
+}
+
+/** Tells `onOutcome`; a throw is logged (`reply_outcome_failed`). */
+function _tell(options: ReplySenderOptions, reply: PendingReply, outcome: ReplyOutcome): void {
+  try {
+    options.onOutcome(reply, outcome);
+  } catch (error) {
+    options.log("error", {
+      event: "reply_outcome_failed",
+      reply: reply.id,
+      error: describeError(error),
+    });
+  }
+}
+
+/** Runs a store write; a failure is logged (`reply_store_failed`), never thrown. */
+async function _record(
+  log: ReplySenderOptions["log"],
+  what: string,
+  reply: PendingReply,
+  write: () => Promise<void>,
+): Promise<void> {
+  try {
+    await write();
+  } catch (error) {
+    log("error", {
+      event: "reply_store_failed",
+      reply: reply.id,
+      submission: reply.submission,
+      op: what,
+      error: describeError(error),
+    });
+  }
+}
+
+/** Waits for `done`, at most `ms`. */
+async function _atMost(clock: MailClock, done: Promise<void>, ms: number): Promise<void> {
+  let timer: unknown;
+  const bound = new Promise<void>((resolve) => {
+    timer = clock.setTimer(resolve, ms);
+  });
+  await Promise.race([done, bound]);
+  clock.clearTimer(timer);
 }
 
 function _ts(clock: MailClock): string {

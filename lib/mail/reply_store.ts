@@ -1,31 +1,25 @@
 /**
- * The replies file (`MESSAGES_FILE.replies`): every reply the owner sent from the chat, on disk
- * before it is mailed, and afterwards its audit. Whole JSON lines, 0600, never written through a
- * symbolic link; a last line without its line break (a crash mid-write) is logged, read when it
- * is whole JSON and skipped when not, and ended by the rewrite at open.
+ * The owner's replies by email, in the database (lib/storage/sqlite/replies_sql.ts): every reply
+ * accepted from the chat is committed before it is mailed; once sent or given up, only its audit
+ * stays (its time, submission id, masked recipient, outcome, tries, reason; never its text nor its
+ * address, which go in that same write). Audits go at `RETENTION` ({@linkcode ReplyStore.prune},
+ * and at open). Erasure ({@linkcode ReplyStore.forget}) keeps a reply's times but nothing of its
+ * sender, so `REPLY_LIMIT` (lib/mail/reply_limit.ts) still counts it: forgetting a submission
+ * never frees the owner's budget of outgoing mail.
  *
- * Lines: `add` (the reply with what its mail needs: recipient, subject, text, quoted message),
- * `failed` (a try that failed: when, why), `done` (`sent` or `given_up`: when, why), and `audit`
- * (a done reply as kept: its time, submission id, masked recipient, outcome, tries; never its
- * text). The file is rewritten (through `<path>.tmp`, synced, renamed) at open and after each
- * `done`, so a reply's text and address stay on disk only while it waits: the file is the audit
- * of replies, not a copy of them. Audits older than `RETENTION` are dropped at open and by
- * {@linkcode ReplyStore.prune}; {@linkcode ReplyStore.forget} drops a submission's replies.
+ * The open store keeps the waiting replies and the audits in memory, so the sender and the reply
+ * desk read them synchronously; every change is committed first, then applied to that copy.
+ *
+ * The replies file of older releases (`MESSAGES_FILE.replies`) is still read here
+ * ({@linkcode readReplies}, {@linkcode parseReplies}) for its one-time import; it is never written.
  *
  * @module
  */
 import { isRecord, parseJsonText } from "../common/json.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { serial } from "../common/serial.ts";
-import { describeError, type Logger } from "../log/logger.ts";
-import {
-  openNoFollow,
-  readTextIfPresent,
-  replaceFile,
-  type StorageFile,
-  type StorageFs,
-  writeAll,
-} from "../storage/file_system.ts";
+import { readTextIfPresent, type StorageFs } from "../storage/file_system.ts";
+import { call, type OpArgs, type OpResult, type Store } from "../storage/store.ts";
 import type { ReplyDraft } from "./message.ts";
 import { maskAddress } from "./recipient.ts";
 
@@ -57,60 +51,67 @@ export interface PendingReply extends NewReply {
 /** How a reply ended. */
 export type ReplyResult = "sent" | "given_up";
 
-/** What the file keeps of a done reply: never its text nor its full address. */
+/**
+ * What is kept of a done reply: never its text nor its full address. Once its submission was
+ * erased, `erased` is true and `submission`, `to` and `reason` are empty: only its times, result
+ * and tries stay (counted by `REPLY_LIMIT`) until retention.
+ */
 export interface ReplyAudit {
   readonly id: string;
+  /** `""` once erased. */
   readonly submission: string;
   /** When it was accepted. */
   readonly ts: string;
-  /** The recipient, masked (`c•••@example.org`). */
+  /** The recipient, masked (`c•••@example.org`); `""` once erased. */
   readonly to: string;
   readonly result: ReplyResult;
   /** When it was sent or given up. */
   readonly done: string;
   readonly attempts: number;
-  /** Why it was given up. */
+  /** Why it was given up (`erased`: its submission was erased before it was sent). */
   readonly reason?: string | undefined;
+  /** Its submission was erased. */
+  readonly erased?: true;
 }
 
-/** The replies file, open; its writes run one at a time, in call order. */
+/** The replies, open; its writes run one at a time, in call order. */
 export interface ReplyStore {
   /**
-   * Records an accepted reply, synced; resolves once it is on disk (then it may be sent), to
-   * true, or to false when a reply with this id is already known (waiting or done): a redelivered
-   * chat update is not mailed twice when its id is derived from the chat's message (e.g.
+   * Records an accepted reply, committed; resolves once it is (then it may be sent), to true, or
+   * to false when a reply with this id is already known (waiting or done): a redelivered chat
+   * update is not mailed twice when its id is derived from the chat's message (e.g.
    * `<chat>:<message id>`).
    */
   add(reply: NewReply): Promise<boolean>;
   /** Records a failed try of reply `id`. */
   failed(id: string, ts: string, error: string): Promise<void>;
-  /** Records that reply `id` was sent or given up, then rewrites the file without its text. */
+  /** Records that reply `id` was sent or given up; its text and address go in the same write. */
   done(id: string, ts: string, result: ReplyResult, reason?: string): Promise<void>;
   /** The replies waiting, oldest first. */
   pending(): PendingReply[];
-  /** The done replies' audits, oldest first. */
+  /** The done replies' audits (erased ones included), oldest first. */
   audits(): ReplyAudit[];
   /** Drops audits of replies done before `beforeTs` (retention); resolves to how many. */
   prune(beforeTs: string): Promise<number>;
-  /** Drops every reply (waiting or done) to these submissions (erasure); resolves to how many. */
+  /**
+   * Erases every reply (waiting or done) to these submissions: a waiting one is never sent, and
+   * each keeps only its times, result and tries (see {@linkcode ReplyAudit}); resolves to how
+   * many. The caller checkpoints the store afterwards (lib/storage/store.ts `checkpoint`).
+   */
   forget(submissionIds: ReadonlySet<string>): Promise<number>;
-  /** Closes the file once the writes under way are done. */
+  /** Ends this view once the writes under way are done (the store stays open: its owner's). */
   close(): Promise<void>;
 }
 
-/** What {@linkcode openReplyStore} needs. */
+/** What {@linkcode openReplyStore} needs besides the store. */
 export interface ReplyStoreOptions {
-  readonly fs: StorageFs;
-  /** `repliesPath(MESSAGES_FILE)` (lib/common/state_files.ts). */
-  readonly path: string;
-  readonly log: Logger;
-  /** The wall clock, for retention at open. */
+  /** The wall clock: retention at open, and when an erased waiting reply was given up. */
   readonly now: () => Date;
   /** `RETENTION` in ms: audits done longer ago are dropped at open; unset keeps them. */
   readonly retentionMs?: number | undefined;
 }
 
-/** What the replies file says, read back. */
+/** What an older release's replies file says, read back (for its import). */
 export interface RepliesRead {
   readonly pending: PendingReply[];
   readonly audits: ReplyAudit[];
@@ -125,8 +126,8 @@ export interface RepliesRead {
 }
 
 /**
- * Reads the replies file at `path` without writing it (`contactd pending`); a missing file is
- * empty.
+ * Reads an older release's replies file at `path` without writing it (the import); a missing
+ * file is empty.
  */
 export async function readReplies(fs: StorageFs, path: string): Promise<RepliesRead> {
   return parseReplies(await readTextIfPresent(fs, path) ?? "");
@@ -187,46 +188,93 @@ export function parseReplies(text: string): RepliesRead {
 }
 
 /**
- * Opens the replies file at `options.path` (created 0600 when missing): reads it, logs damaged
- * lines (`replies_lines_skipped`), drops audits older than `retentionMs`, and rewrites it when
- * anything was dropped or folded (a torn line, a done reply's text). Rejects when the file
- * cannot be read or that rewrite fails (the service must not start over a file it cannot keep).
+ * The replies in `store`: drops the audits older than `retentionMs`, then reads the waiting
+ * replies and the audits into memory. Rejects when the store does (the service must not start
+ * without them).
  */
-export async function openReplyStore(options: ReplyStoreOptions): Promise<ReplyStore> {
-  const { fs, path, log } = options;
-  const read = await readReplies(fs, path);
-  if (read.skipped > 0) {
-    log("warn", {
-      event: "replies_lines_skipped",
-      file: path,
-      lines: read.skipped,
-      torn: read.torn,
-    });
-  }
-  const pending = new Map(read.pending.map((reply) => [reply.id, reply]));
-  let audits = read.audits;
+export async function openReplyStore(
+  store: Store,
+  options: ReplyStoreOptions,
+): Promise<ReplyStore> {
   if (options.retentionMs !== undefined) {
     const before = formatTimestamp(new Date(options.now().getTime() - options.retentionMs));
-    audits = audits.filter((audit) => audit.done >= before);
+    await store.run("replies.prune", { before });
   }
-  const auditMap = new Map(audits.map((audit) => [audit.id, audit]));
-  const store = new _ReplyStore(fs, path, log, pending, auditMap);
-  const folded = read.lines !== read.pending.length + read.audits.length;
-  if (read.skipped > 0 || read.torn || folded || audits.length !== read.audits.length) {
-    await store.rewrite();
-  } else await store.reopen();
-  return store;
+  const [rows, audits] = await store.transaction([
+    call("replies.pending", undefined),
+    call("replies.audits", undefined),
+  ]) as [OpResult<"replies.pending">, OpResult<"replies.audits">];
+  const waiting = new Map(rows.map((row) => {
+    const reply: PendingReply = {
+      id: row.id,
+      submission: row.submission,
+      ts: row.ts,
+      chat: row.chat,
+      message: row.message,
+      ...(row.topic === null ? {} : { topic: row.topic }),
+      draft: JSON.parse(row.draft) as ReplyDraft,
+      attempts: row.attempts,
+      ...(row.lastError === null ? {} : { lastError: row.lastError }),
+    };
+    return [row.id, reply];
+  }));
+  const kept = new Map(audits.map((row) => {
+    const audit: ReplyAudit = {
+      id: row.id,
+      submission: row.submission ?? "",
+      ts: row.ts,
+      to: row.masked ?? "",
+      result: row.result,
+      done: row.done,
+      attempts: row.attempts,
+      ...(row.reason === null ? {} : { reason: row.reason }),
+      ...(row.submission === null ? { erased: true as const } : {}),
+    };
+    return [row.id, audit];
+  }));
+  return new _ReplyStore(store, options.now, waiting, kept);
+}
+
+/**
+ * The `replies.add` row of a waiting reply (its tries so far included): for the store, and for the
+ * import of an older release's replies file (lib/storage/sqlite/replies_sql.ts).
+ */
+export function replyRow(reply: PendingReply): OpArgs<"replies.add"> {
+  return {
+    id: reply.id,
+    submission: reply.submission,
+    ts: reply.ts,
+    chat: reply.chat,
+    message: reply.message,
+    topic: reply.topic,
+    draft: JSON.stringify(reply.draft),
+    masked: maskAddress(reply.draft.to),
+    attempts: reply.attempts,
+    lastError: reply.lastError ?? null,
+  };
+}
+
+/** The `replies.addAudit` row of a done reply's audit (the import of an older release's file). */
+export function auditRow(audit: ReplyAudit): OpArgs<"replies.addAudit"> {
+  return {
+    id: audit.id,
+    submission: audit.submission,
+    ts: audit.ts,
+    masked: audit.to,
+    result: audit.result,
+    done: audit.done,
+    attempts: audit.attempts,
+    reason: audit.reason ?? null,
+  };
 }
 
 class _ReplyStore implements ReplyStore {
-  #file: StorageFile | undefined;
   readonly #serial = serial();
   #closed = false;
 
   constructor(
-    private readonly fs: StorageFs,
-    private readonly path: string,
-    private readonly log: Logger,
+    private readonly store: Store,
+    private readonly now: () => Date,
     private readonly waiting: Map<string, PendingReply>,
     private readonly kept: Map<string, ReplyAudit>,
   ) {}
@@ -234,17 +282,17 @@ class _ReplyStore implements ReplyStore {
   add(reply: NewReply): Promise<boolean> {
     return this.#queue(async () => {
       if (this.waiting.has(reply.id) || this.kept.has(reply.id)) return false;
-      await this.#append(_addLine({ ...reply, attempts: 0 }));
-      this.waiting.set(reply.id, { ...reply, attempts: 0 });
-      return true;
+      const added = await this.store.run("replies.add", replyRow({ ...reply, attempts: 0 }));
+      if (added) this.waiting.set(reply.id, { ...reply, attempts: 0 });
+      return added;
     });
   }
 
-  failed(id: string, ts: string, error: string): Promise<void> {
+  failed(id: string, _ts: string, error: string): Promise<void> {
     return this.#queue(async () => {
       const reply = this.waiting.get(id);
       if (reply === undefined) return;
-      await this.#append({ op: "failed", id, ts, error });
+      await this.store.run("replies.failed", { id, error });
       this.waiting.set(id, { ...reply, attempts: reply.attempts + 1, lastError: error });
     });
   }
@@ -253,55 +301,42 @@ class _ReplyStore implements ReplyStore {
     return this.#queue(async () => {
       const reply = this.waiting.get(id);
       if (reply === undefined) return;
-      await this.#append({
-        op: "done",
-        id,
-        ts,
-        result,
-        ...(reason === undefined ? {} : { reason }),
-      });
+      await this.store.run("replies.done", { id, ts, result, reason });
       this.waiting.delete(id);
       this.kept.set(id, _auditOf(reply, ts, result, reason));
-      // The text goes now; if it cannot, the next open's compaction takes it out.
-      try {
-        await this.#rewrite();
-      } catch (error) {
-        this.log("error", {
-          event: "replies_compaction_failed",
-          file: this.path,
-          error: describeError(error),
-        });
-      }
     });
   }
 
   pending(): PendingReply[] {
-    return [...this.waiting.values()].sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0));
+    return [...this.waiting.values()].sort(_byTs);
   }
 
   audits(): ReplyAudit[] {
-    return [...this.kept.values()].sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0));
+    return [...this.kept.values()].sort(_byTs);
   }
 
   prune(beforeTs: string): Promise<number> {
     return this.#queue(async () => {
-      const old = [...this.kept.values()].filter((audit) => audit.done < beforeTs);
-      if (old.length === 0) return 0;
-      for (const audit of old) this.kept.delete(audit.id);
-      await this.#rewrite();
-      return old.length;
+      const count = await this.store.run("replies.prune", { before: beforeTs });
+      for (const audit of [...this.kept.values()]) {
+        if (audit.done < beforeTs) this.kept.delete(audit.id);
+      }
+      return count;
     });
   }
 
   forget(submissionIds: ReadonlySet<string>): Promise<number> {
     return this.#queue(async () => {
-      let count = 0;
-      for (const map of [this.waiting, this.kept] as Map<string, { submission: string }>[]) {
-        for (const [id, entry] of map) {
-          if (submissionIds.has(entry.submission)) (map.delete(id), count++);
-        }
+      const ts = formatTimestamp(this.now());
+      const count = await this.store.run("replies.forget", { submissions: [...submissionIds], ts });
+      for (const reply of [...this.waiting.values()]) {
+        if (!submissionIds.has(reply.submission)) continue;
+        this.waiting.delete(reply.id);
+        this.kept.set(reply.id, _erased(_auditOf(reply, ts, "given_up", "erased")));
       }
-      if (count > 0) await this.#rewrite();
+      for (const audit of [...this.kept.values()]) {
+        if (submissionIds.has(audit.submission)) this.kept.set(audit.id, _erased(audit));
+      }
       return count;
     });
   }
@@ -309,57 +344,35 @@ class _ReplyStore implements ReplyStore {
   close(): Promise<void> {
     return this.#queue(() => {
       this.#closed = true;
-      this.#file?.close();
-      this.#file = undefined;
       return Promise.resolve();
-    });
-  }
-
-  /** Rewrites the file from memory (used by open). */
-  rewrite(): Promise<void> {
-    return this.#queue(() => this.#rewrite());
-  }
-
-  /** Opens the file for appending (used by open). */
-  reopen(): Promise<void> {
-    return this.#queue(async () => {
-      this.#file = await openNoFollow(this.fs, this.path, _APPEND);
     });
   }
 
   #queue<T>(work: () => Promise<T>): Promise<T> {
     return this.#serial(() => {
-      if (this.#closed) throw new Error(`${this.path} is closed`);
+      if (this.#closed) throw new Error("the replies' store is closed");
       return work();
     });
   }
-
-  async #append(line: Record<string, unknown>): Promise<void> {
-    this.#file ??= await openNoFollow(this.fs, this.path, _APPEND);
-    await writeAll(this.#file, ENCODER.encode(JSON.stringify(line) + "\n"));
-    await this.#file.syncData();
-  }
-
-  async #rewrite(): Promise<void> {
-    const temporary = `${this.path}.tmp`;
-    const lines = [
-      ...[...this.kept.values()].map((audit) => ({ op: "audit", ...audit })),
-      ...this.pending().map(_addLine),
-    ].map((line) => JSON.stringify(line) + "\n").join("");
-    this.#file?.close();
-    this.#file = undefined;
-    // The file's mode kept (0600 for a new one); events replies_cleanup_failed and
-    // replies_directory_sync_failed.
-    await replaceFile(this.fs, this.path, temporary, lines, this.log, "replies");
-    this.#file = await openNoFollow(this.fs, this.path, _APPEND);
-  }
 }
 
-const ENCODER = new TextEncoder();
+function _byTs<T extends { id: string; ts: string }>(a: T, b: T): number {
+  return a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
 
-const _APPEND = { write: true, append: true, create: true, mode: 0o600 } as const;
+/** An audit without its sender (lib/storage/sqlite/replies_sql.ts `replies.forget`). */
+function _erased(audit: ReplyAudit): ReplyAudit {
+  const { reason, ...rest } = audit;
+  return {
+    ...rest,
+    submission: "",
+    to: "",
+    ...(reason === "erased" ? { reason } : {}),
+    erased: true,
+  };
+}
 
-/** What the file keeps of `reply` once it was sent or given up at `done`: its audit. */
+/** What is kept of `reply` once it was sent or given up at `done`: its audit. */
 function _auditOf(
   reply: PendingReply,
   done: string,
@@ -375,24 +388,6 @@ function _auditOf(
     done,
     attempts: reply.attempts + (result === "sent" ? 1 : 0),
     ...(reason === undefined ? {} : { reason }),
-  };
-}
-
-function _addLine(reply: PendingReply): Record<string, unknown> {
-  return {
-    op: "add",
-    id: reply.id,
-    submission: reply.submission,
-    ts: reply.ts,
-    chat: reply.chat,
-    message: reply.message,
-    ...(reply.topic === undefined ? {} : { topic: reply.topic }),
-    to: reply.draft.to,
-    subject: reply.draft.subject,
-    text: reply.draft.text,
-    quoted: { ts: reply.draft.quoted.ts, message: reply.draft.quoted.message },
-    ...(reply.attempts === 0 ? {} : { attempts: reply.attempts }),
-    ...(reply.lastError === undefined ? {} : { error: reply.lastError }),
   };
 }
 

@@ -20,3 +20,8 @@ export interface SmtpServer {
 export function isLoopbackHost(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
+
+/** The EHLO name for mail from `address`: its domain (the host part of `REPLY_FROM`). */
+export function ehloName(address: string): string {
+  return address.slice(address.lastIndexOf("@") + 1);
+}

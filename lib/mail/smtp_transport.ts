@@ -45,6 +45,11 @@ const _netConnect: SmtpConnect = (host, port) => net.connect({ host, port });
 /** A transport the reply sender uses; `close` ends any connection. */
 export interface SmtpTransport {
   send(message: SendMailOptions): Promise<void>;
+  /**
+   * Connects and says hello as a send would (EHLO, STARTTLS or TLS, the login), sending nothing
+   * (`contactd check`); rejects like `send`, with a `MailSendError`.
+   */
+  verify(): Promise<void>;
   close(): void;
 }
 
@@ -118,17 +123,27 @@ export function openSmtpSocket(
 export function smtpTransport(options: SmtpTransportOptions): SmtpTransport {
   const { server } = options;
   const mailer = nodemailer.createTransport(smtpTransportOptions(options));
+  /** A failure as contactd's own text; scrubbed anyway, should a password ever be in it. */
+  const failed = (error: unknown) => {
+    const failure = classifySendError(error);
+    const password = server.password;
+    return password === undefined || password === "" || !failure.reason.includes(password)
+      ? failure
+      : new MailSendError(failure.kind, failure.reason.replaceAll(password, "[redacted]"));
+  };
   return {
     async send(message) {
       try {
         await mailer.sendMail(message);
       } catch (error) {
-        const failure = classifySendError(error);
-        // The reason is contactd's own text; scrubbed anyway, should a password ever be in it.
-        const password = server.password;
-        throw password === undefined || password === "" || !failure.reason.includes(password)
-          ? failure
-          : new MailSendError(failure.kind, failure.reason.replaceAll(password, "[redacted]"));
+        throw failed(error);
+      }
+    },
+    async verify() {
+      try {
+        await mailer.verify();
+      } catch (error) {
+        throw failed(error);
       }
     },
     close: () => mailer.close(),

@@ -13,6 +13,7 @@ import {
   parseIp,
 } from "../common/ip.ts";
 import type { RealIpHeader } from "../config/config.ts";
+import type { LogFields } from "../log/logger.ts";
 
 /**
  * Decides which address a request is counted and recorded under, the way nginx's realip
@@ -87,4 +88,53 @@ function walkForwardedFor(value: string, trusted: readonly Cidr[]): string {
     if (!isTrusted(ip, trusted)) return hop;
   }
   return hop; // every entry trusted: the leftmost
+}
+
+/** How often, at most, {@linkcode ProxyNotice} says that requests carry the proxy's own address. */
+export const PROXY_NOTICE_INTERVAL_MS = 3_600_000;
+
+/**
+ * Whether `ip`, a request's client address as {@linkcode clientAddress} decided it, is inside
+ * `trusted`: the proxy's own address, because the trusted proxy named no client (no header, or
+ * one contactd cannot read, or only trusted hops). Every sender behind it then counts as one.
+ */
+export function isProxyAddress(ip: string, trusted: readonly Cidr[]): boolean {
+  const parsed = parseIp(ip);
+  return parsed !== null && isTrusted(parsed, trusted);
+}
+
+/**
+ * Makes a misconfigured proxy visible: the first request recorded under a trusted proxy's own
+ * address ({@linkcode isProxyAddress}) is said at once, then at most once per
+ * {@linkcode PROXY_NOTICE_INTERVAL_MS} with how many there were (event
+ * `client_address_is_proxy`, never the address). A small state machine; time is a parameter.
+ */
+export class ProxyNotice {
+  #count = 0;
+  #saidAt = -Infinity;
+
+  /**
+   * Notes one request whose client address is `ip` at `now` (ms); returns the log line's fields
+   * when it is time to say so, else `undefined`.
+   */
+  note(
+    ip: string,
+    trusted: readonly Cidr[],
+    header: RealIpHeader,
+    now: number,
+  ): LogFields | undefined {
+    if (!isProxyAddress(ip, trusted)) return undefined;
+    this.#count++;
+    if (now - this.#saidAt < PROXY_NOTICE_INTERVAL_MS) return undefined;
+    const count = this.#count;
+    this.#count = 0;
+    this.#saidAt = now;
+    return {
+      event: "client_address_is_proxy",
+      requests: count,
+      header,
+      hint:
+        `requests from a trusted proxy (TRUSTED_PROXIES) carry no client address contactd can read in ${header}: every sender counts as the proxy (one rate limit for all; Spam blocks contacts only). Make the proxy set ${header} to the client's address (nginx: proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for), or set REAL_IP_HEADER to the header it sets`,
+    };
+  }
 }

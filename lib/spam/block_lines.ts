@@ -1,7 +1,8 @@
 /**
- * The lines of the block list file (`MESSAGES_FILE.blocked`): one JSON object per line, a block
- * made (`{"op":"block",...}`) or lifted (`{"op":"lift",...}`, by the submission that made it or
- * by key), and the list they add up to, replayed in file order.
+ * The lines of the block list file an older release kept (`MESSAGES_FILE.blocked`, read for the
+ * import by lib/spam/block_file.ts): one JSON object per line, a block made
+ * (`{"op":"block",...}`) or lifted (`{"op":"lift",...}`, by the submission that made it or by
+ * key), and the list they add up to, replayed in file order.
  *
  * @module
  */
@@ -83,23 +84,16 @@ export function applyOp(list: BlockList, op: BlockOp): Block[] {
 }
 
 /**
- * Replays `lines` onto `list` in order; returns the numbers (1-based, from `firstLine`) of the
- * lines that are not an operation, skipped (empty lines are passed over). `onLift` is told of
- * each lift and the blocks it removed.
+ * Replays `lines` onto `list` in order; returns the numbers (1-based) of the lines that are not
+ * an operation, skipped (empty lines are passed over).
  */
-export function replay(
-  list: BlockList,
-  lines: readonly string[],
-  firstLine = 1,
-  onLift?: (op: BlockOp & { readonly op: "lift" }, removed: readonly Block[]) => void,
-): number[] {
+export function replay(list: BlockList, lines: readonly string[]): number[] {
   const damaged: number[] = [];
   lines.forEach((line, index) => {
     if (line.trim() === "") return; // an empty line is no damage
     const op = parseBlockLine(line);
-    if (op === undefined) return void damaged.push(firstLine + index);
-    const removed = applyOp(list, op);
-    if (op.op === "lift") onLift?.(op, removed);
+    if (op === undefined) return void damaged.push(index + 1);
+    applyOp(list, op);
   });
   return damaged;
 }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { canonicalIp } from "../common/ip.ts";
+import { canonicalIp, type Cidr, cidrContains, parseCidr, parseIp } from "../common/ip.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { rateLimitKey } from "../net/rate_limit.ts";
 import { type ForgetMatch, matches as erasureMatches } from "../storage/erasure.ts";
@@ -62,12 +62,46 @@ export function contactKey(contact: string): string {
 
 /**
  * The keys a sender is checked under, and blocked under when marked as spam: its client address
- * key, then its contact ({@linkcode contactKey}), when not empty.
+ * key (when `ip` is an address: `""` stands for one never blocked, see
+ * {@linkcode unblockableAddress}), then its contact ({@linkcode contactKey}), when not empty.
  */
 export function senderKeys(sender: Sender): BlockKey[] {
   const contact = contactKey(sender.contact);
-  const address: BlockKey = { kind: "address", value: rateLimitKey(sender.ip.trim()) };
-  return contact === "" ? [address] : [address, { kind: "contact", value: contact }];
+  const ip = sender.ip.trim();
+  const keys: BlockKey[] = parseIp(ip) === null
+    ? []
+    : [{ kind: "address", value: rateLimitKey(ip) }];
+  return contact === "" ? keys : [...keys, { kind: "contact", value: contact }];
+}
+
+/**
+ * Why a client address is never blocked, nor checked against the block list: `loopback` (this
+ * host: a proxy on it, or a local request), `trusted_proxy` (inside `TRUSTED_PROXIES`: the
+ * proxy's own address, recorded when it named no client), `not_an_address` (no address was
+ * recorded). A block on any of them would hold every sender behind the proxy, not the one.
+ */
+export type Unblockable = "loopback" | "trusted_proxy" | "not_an_address";
+
+const LOOPBACK: readonly Cidr[] = ["127.0.0.0/8", "::1/128"].map((text) => parseCidr(text)!);
+
+/** Why `ip` must not be blocked ({@linkcode Unblockable}), or `undefined`: it may be. */
+export function unblockableAddress(ip: string, trusted: readonly Cidr[]): Unblockable | undefined {
+  const parsed = parseIp(ip.trim());
+  if (parsed === null || /^(0\.0\.0\.0|::)$/.test(canonicalIp(ip) ?? "")) {
+    return "not_an_address";
+  }
+  if (LOOPBACK.some((cidr) => cidrContains(cidr, parsed))) return "loopback";
+  if (trusted.some((cidr) => cidrContains(cidr, parsed))) return "trusted_proxy";
+  return undefined;
+}
+
+/**
+ * The sender as the block list may hold it: its address blanked (`""`: no address key) when it
+ * is {@linkcode unblockableAddress}, so a Spam press blocks the contact only, and a submission
+ * from the proxy's own address is checked by its contact only.
+ */
+export function blockableSender<T extends Sender>(sender: T, trusted: readonly Cidr[]): T {
+  return unblockableAddress(sender.ip, trusted) === undefined ? sender : { ...sender, ip: "" };
 }
 
 /**

@@ -17,15 +17,9 @@ import { isRecord, parseJsonText } from "../common/json.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Appender } from "./group_commit.ts";
-import {
-  loadOutbox,
-  type Outbox,
-  OutboxEntryDamaged,
-  type OutboxSubmission,
-  readSubmissions,
-} from "./outbox.ts";
+import { type Outbox, OutboxEntryDamaged, type OutboxSubmission } from "./outbox.ts";
 import { rewriteBackup, type RewriteFs } from "./rewrite.ts";
-import { removeIfPresent, type StorageFs } from "./file_system.ts";
+import { removeIfPresent } from "./file_system.ts";
 import type { ChatDeletion, Ledger } from "./ledger.ts";
 import { rewritePath } from "../common/state_files.ts";
 
@@ -181,7 +175,7 @@ export interface ErasureDeps {
   readonly path: string;
   readonly outbox:
     & Pick<Outbox, "entries" | "read" | "done" | "recorded" | "compact">
-    & Partial<Pick<Outbox, "pendingCount">>;
+    & Partial<Pick<Outbox, "pendingCount" | "forget">>;
   /**
    * The service is stopped (`forget` holds the lock): an entry whose sender was never answered
    * (a crash) is noted as recorded too, so the next start writes no record for it. While the
@@ -215,33 +209,10 @@ export interface ErasureDeps {
 }
 
 /**
- * The pending submissions of the outbox file at `outboxFile`, read without writing (as
- * `contactd pending` reads it); a line that cannot be read back is skipped.
- */
-export function pendingOnDisk(
-  outboxFile: string,
-  fs: StorageFs,
-): () => AsyncIterable<OutboxSubmission> {
-  return async function* () {
-    const index = await loadOutbox(outboxFile, fs);
-    for (const entry of index.entries.values()) {
-      if (entry.done !== false) continue;
-      try {
-        for await (const submission of readSubmissions(outboxFile, [entry], fs)) {
-          if (submission !== undefined) yield submission;
-        }
-      } catch (error) {
-        if (!(error instanceof OutboxEntryDamaged)) throw error;
-      }
-    }
-  };
-}
-
-/**
  * Removes what `match` names: the pending outbox entries first (given up, so the queue never
  * sends them), then the backup records, then the chat ledger's entries of every submission
  * found (and of those it matches itself), then each {@linkcode KeptFile}'s, then the outbox
- * compacted (the lines of every finished submission go, the forgotten ones with them). `dryRun`
+ * compacted (the database's log emptied into its file, whose deleted rows are overwritten). `dryRun`
  * only counts. Rejects when a file cannot be read or written; what was done before stays done
  * (run it again to finish).
  */
@@ -298,6 +269,9 @@ export async function erase(
     }
     searchedDisk = true;
   }
+  // Their rows go at once, text and all (beyond the window as in it): nothing of them is left for
+  // a later start's recovery to write back.
+  if (!dryRun && deps.outbox.forget !== undefined) await deps.outbox.forget(ids);
   // With the file to itself: lines appended meanwhile go to the new file, after the rename. A
   // temporary file a crashed rewrite left (it may hold what is erased now) goes first.
   const keep = (line: string) => {

@@ -1,14 +1,16 @@
 /**
  * `contactd export`'s rules: which records of the backup file go out (`--since`, `--form`), and
  * how (`jsonl`: the lines as they are in the file; `csv`: RFC 4180 with a header row, every value
- * neutralised against spreadsheet formulas by lib/common/csv.ts).
+ * neutralised against spreadsheet formulas by lib/common/csv.ts), streamed as the file is read
+ * (lib/common/line_reader.ts).
  *
  * @module
  */
 import { isRecord } from "../common/json.ts";
 import { RESERVED_FORM_ID } from "../config/config.ts";
 import { CSV_LINE_BREAK, csvRow } from "../common/csv.ts";
-import { parseRecordLine, recordTime, splitLines, type StoredRecord } from "./records.ts";
+import { type ByteSource, type LineOptions, readLines } from "../common/line_reader.ts";
+import { parseRecordLine, recordTime, type StoredRecord } from "./records.ts";
 
 /** The form id `--form` takes for records without a `form` key (the default form's). */
 export const DEFAULT_FORM = RESERVED_FORM_ID;
@@ -67,66 +69,125 @@ export function parseSince(text: string): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-/** What {@linkcode selectRecords} found. */
-export interface Selection {
-  readonly records: readonly StoredRecord[];
-  /** Whole lines that are not records (kept in the file, never exported). */
+/** Whether `record` passes `filter` (a `ts` that is not a time passes only without `since`). */
+function _selects(record: StoredRecord, filter: ExportFilter): boolean {
+  if (filter.since !== undefined && !(recordTime(record) >= filter.since)) return false;
+  return filter.form === undefined || (record.form ?? DEFAULT_FORM) === filter.form;
+}
+
+/** What {@linkcode exportRecords} wrote. */
+export interface ExportCounts {
+  /** Records written. */
+  readonly records: number;
+  /** Whole lines that are not records, or longer than the cap (kept in the file, never exported). */
   readonly damaged: number;
 }
 
+/** The open backup file an export reads: from its start, and again for CSV's second pass. */
+export type ExportSource = ByteSource & {
+  seek(offset: number, whence: Deno.SeekMode): Promise<number>;
+};
+
+/** The most text handed to `write` at once. */
+const WRITE_BATCH = 1 << 16;
+
 /**
- * The records of the backup file's text that pass `filter`, in file order. A last line without
- * its line break (an append in progress) is not read; a record whose `ts` is not a time passes
- * only when there is no `since`.
+ * Streams the records of the open backup file `file` that pass `filter`, in file order, to
+ * `write` in `format`: whole lines, each with its line break, in batches of about 64 KiB, so
+ * memory does not grow with the file. A last line without its line break (an append in progress)
+ * is not read. CSV reads the file twice: first for the columns its header names (the extra
+ * fields of the records chosen), then for the rows, up to where the first pass ended, so a
+ * record appended meanwhile is left for the next export, as in JSON lines.
  */
-export function selectRecords(text: string, filter: ExportFilter): Selection {
-  const records: StoredRecord[] = [];
+export async function exportRecords(
+  file: ExportSource,
+  filter: ExportFilter,
+  format: ExportFormat,
+  write: (text: string) => void,
+  options: LineOptions = {},
+): Promise<ExportCounts> {
+  let batch = "";
+  const emit = (text: string) => {
+    batch += text;
+    if (batch.length >= WRITE_BATCH) (write(batch), batch = "");
+  };
+  let counts: ExportCounts;
+  if (format === "jsonl") {
+    counts = await _eachRecord(file, filter, options, (record) => emit(`${record.line}\n`));
+  } else {
+    const columns = new _Columns();
+    const first = await _eachRecord(file, filter, options, (record) => columns.add(record));
+    const extra = columns.extra();
+    emit(csvRow([...CSV_COLUMNS, ...extra.map(_columnName)]) + CSV_LINE_BREAK);
+    await file.seek(0, Deno.SeekMode.Start);
+    await _eachRecord(file, filter, { ...options, end: first.end }, (record) => {
+      const row = [
+        ...CSV_COLUMNS.map((column) =>
+          column === "form" ? record.form ?? DEFAULT_FORM : _cell(record.value[column])
+        ),
+        ...extra.map((column) => _cell(_valueOf(record, column))),
+      ];
+      emit(csvRow(row) + CSV_LINE_BREAK);
+    });
+    counts = first;
+  }
+  if (batch !== "") write(batch);
+  return { records: counts.records, damaged: counts.damaged };
+}
+
+/**
+ * Hands each record of `file` that passes `filter` to `each`; counts them and the damaged lines,
+ * and says where the last whole line ended.
+ */
+async function _eachRecord(
+  file: ByteSource,
+  filter: ExportFilter,
+  options: LineOptions,
+  each: (record: StoredRecord) => void,
+): Promise<ExportCounts & { readonly end: number }> {
+  let records = 0;
   let damaged = 0;
-  for (const line of splitLines(text).lines) {
-    const record = parseRecordLine(line);
+  let end = 0;
+  for await (const line of readLines(file, options)) {
+    if (!line.whole) break;
+    end = line.end + 1;
+    const record = line.text === undefined ? undefined : parseRecordLine(line.text);
     if (record === undefined) {
       damaged++;
       continue;
     }
-    if (filter.since !== undefined && !(recordTime(record) >= filter.since)) continue;
-    if (filter.form !== undefined && (record.form ?? DEFAULT_FORM) !== filter.form) continue;
-    records.push(record);
+    if (!_selects(record, filter)) continue;
+    records++;
+    each(record);
   }
-  return { records, damaged };
-}
-
-/** The export's text in `format`: whole lines, each ending with its line break. */
-export function exportText(records: readonly StoredRecord[], format: ExportFormat): string {
-  if (format === "jsonl") return records.map((record) => `${record.line}\n`).join("");
-  const extra = _extraColumns(records);
-  const rows = [[...CSV_COLUMNS, ...extra.map(_columnName)]];
-  for (const record of records) {
-    rows.push([
-      ...CSV_COLUMNS.map((column) =>
-        column === "form" ? record.form ?? DEFAULT_FORM : _cell(record.value[column])
-      ),
-      ...extra.map((column) => _cell(_valueOf(record, column))),
-    ]);
-  }
-  return rows.map((row) => csvRow(row) + CSV_LINE_BREAK).join("");
+  return { records, damaged, end };
 }
 
 /** A column beyond {@linkcode CSV_COLUMNS}: a key of `fields`, or another top-level key. */
 type _Extra = { readonly field: string } | { readonly key: string };
 
 /** The extra columns, in the order they first appear: `fields` keys, then other keys. */
-function _extraColumns(records: readonly StoredRecord[]): _Extra[] {
-  const fields = new Set<string>();
-  const keys = new Set<string>();
-  const known = new Set<string>([...CSV_COLUMNS, "fields"]);
-  for (const { value } of records) {
+class _Columns {
+  readonly #fields = new Set<string>();
+  readonly #keys = new Set<string>();
+  static readonly #known = new Set<string>([...CSV_COLUMNS, "fields"]);
+
+  /** Notes the columns of one record. */
+  add({ value }: StoredRecord): void {
     const inner = value.fields;
     if (typeof inner === "object" && inner !== null && !Array.isArray(inner)) {
-      for (const name of Object.keys(inner)) fields.add(name);
+      for (const name of Object.keys(inner)) this.#fields.add(name);
     }
-    for (const key of Object.keys(value)) if (!known.has(key)) keys.add(key);
+    for (const key of Object.keys(value)) if (!_Columns.#known.has(key)) this.#keys.add(key);
   }
-  return [...[...fields].map((field) => ({ field })), ...[...keys].map((key) => ({ key }))];
+
+  /** The columns noted. */
+  extra(): _Extra[] {
+    return [
+      ...[...this.#fields].map((field) => ({ field })),
+      ...[...this.#keys].map((key) => ({ key })),
+    ];
+  }
 }
 
 function _columnName(column: _Extra): string {

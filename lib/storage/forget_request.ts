@@ -1,16 +1,15 @@
 /**
- * `contactd forget` while the service runs. Only the service may touch its files (it holds
- * `MESSAGES_FILE.lock`), so the command asks it: it writes a request file beside the backup file
- * (`MESSAGES_FILE.forget`, created exclusively, mode 0644 and never chowned: one request at a
- * time), the service looks for one every {@linkcode FORGET_POLL_MS} (a regular file of at most
- * {@linkcode FORGET_REQUEST_MAX_BYTES}), performs the erasure (lib/storage/erasure.ts: the
- * chat ledger's entries included, their messages handed to the bot to delete from the chat)
- * and writes its answer (`MESSAGES_FILE.forget.answer`), which the command reads, removes, and
- * prints. Both files are the service's own, so the command needs no permission beyond them.
+ * `contactd forget` while the service runs. Only the service rewrites the backup file it appends
+ * to, so the command asks it: it commits a request to the database (`requests`: what to forget,
+ * whether only to count), the service looks for one every {@linkcode FORGET_POLL_MS} (and at
+ * start, so one left while it was stopped is done then), performs the erasure
+ * (lib/storage/erasure.ts: the chat ledger's entries included, their messages handed to the bot
+ * to delete from the chat) and answers in the same row (the counts only), which the command reads,
+ * removes, and prints. A request the service was working on when it stopped is done at its
+ * next start.
  *
  * @module
  */
-import { forgetAnswerPath, forgetRequestPath } from "../common/state_files.ts";
 import { isRecord, parseJsonText } from "../common/json.ts";
 import { describeError } from "../log/logger.ts";
 import {
@@ -21,16 +20,20 @@ import {
   type ForgetMatch,
   parseForgetMatch,
 } from "./erasure.ts";
-import { readAllText, removeIfPresent, type StorageFs, writeAll } from "./file_system.ts";
+import { searchBackupFromStart } from "./recovery.ts";
+import type { Store } from "./store.ts";
 
 /** How often a running service looks for a request. */
 export const FORGET_POLL_MS = 1000;
 
-/** A request's mode: readable by the service's user when forget runs as root; never chowned. */
-export const REQUEST_MODE = 0o644;
-
-/** How long `forget` waits for a running service's answer. */
+/** How long `forget` waits for a running service to take its request. */
 export const FORGET_ANSWER_WAIT_MS = 30_000;
+
+/**
+ * How long `forget` waits for the answer once the service works on it: an erasure rewrites the
+ * backup file, which takes about 10 s a GiB.
+ */
+export const FORGET_WORK_WAIT_MS = 60 * 60_000;
 
 /** A request: what to forget, whether only to count, and a nonce its answer repeats. */
 export interface ForgetRequest {
@@ -38,6 +41,9 @@ export interface ForgetRequest {
   readonly match: ForgetMatch;
   readonly dryRun: boolean;
 }
+
+/** The `requests` row kind of a forget. */
+export const FORGET_REQUEST = "forget";
 
 /** The service's answer: what it removed, or why it could not. */
 export type ForgetAnswer =
@@ -47,13 +53,13 @@ export type ForgetAnswer =
     readonly error: string;
   });
 
-/** A request as its file holds it. */
+/** A request as its row holds it. */
 export function encodeRequest(request: ForgetRequest): string {
   const { nonce, match, dryRun } = request;
   return JSON.stringify({ nonce, by: match.by, value: match.value, dry_run: dryRun }) + "\n";
 }
 
-/** The request in a file's text, or why it is not one. */
+/** The request in a row's text, or why it is not one. */
 export function parseRequest(text: string): ForgetRequest | { readonly error: string } {
   const value = parseJsonText(text);
   if (value === undefined) return { error: "not JSON" };
@@ -69,7 +75,7 @@ export function parseRequest(text: string): ForgetRequest | { readonly error: st
   return { nonce: value.nonce, match, dryRun: value.dry_run };
 }
 
-/** An answer as its file holds it (the outcome's counts as keys beside `nonce` and `ok`). */
+/** An answer as its row holds it (the outcome's counts as keys beside `nonce` and `ok`). */
 export function encodeAnswer(answer: ForgetAnswer): string {
   return JSON.stringify(
     answer.ok
@@ -78,7 +84,7 @@ export function encodeAnswer(answer: ForgetAnswer): string {
   ) + "\n";
 }
 
-/** The answer in a file's text, `undefined` while it is not a whole one. */
+/** The answer in a row's text, `undefined` when it is not one. */
 export function parseAnswer(text: string): ForgetAnswer | undefined {
   const value = parseJsonText(text);
   if (!isRecord(value) || typeof value.nonce !== "string") return undefined;
@@ -120,89 +126,30 @@ export function outcomeFields(
   return { ...counts, ...extra };
 }
 
-/** Writes `text` to a new file at `path` (created exclusively, never followed), synced. */
-async function _writeNew(fs: StorageFs, path: string, text: string, mode = 0o600): Promise<void> {
-  const file = await fs.open(path, { write: true, createNew: true, mode });
-  try {
-    if (mode !== 0o600 && (((await file.stat()).mode ?? 0o444) & 0o004) === 0) {
-      await removeIfPresent(fs, path);
-      throw new Deno.errors.PermissionDenied(
-        `${path} was created unreadable to others (umask stricter than 022?): run forget with ` +
-          "umask 022",
-      );
-    }
-    await writeAll(file, new TextEncoder().encode(text));
-    await file.syncData();
-  } finally {
-    file.close();
-  }
-}
-
-/** The largest request file the service reads (a request is one short line). */
-export const FORGET_REQUEST_MAX_BYTES = 64 * 1024;
-
-/** At most `max` bytes of the file at `path` as text; rejects when it holds more. */
-async function _readBounded(fs: StorageFs, path: string, max: number): Promise<string> {
-  const file = await fs.open(path, { read: true });
-  try {
-    const buffer = new Uint8Array(max + 1);
-    let size = 0;
-    while (size <= max) {
-      const n = await file.read(buffer.subarray(size));
-      if (n === null) break;
-      size += n;
-    }
-    if (size > max) throw new Deno.errors.InvalidData(`${path} holds more than ${max} bytes`);
-    return new TextDecoder().decode(buffer.subarray(0, size));
-  } finally {
-    file.close();
-  }
-}
-
 /**
  * What the service answers requests with: the erasure's (its optional `ledger`, the chat
  * ledger, and `onChatDeletions`, told the messages to delete from the chat, included).
  */
 export interface ForgetServiceDeps extends ErasureDeps {
-  /** `MESSAGES_FILE`, beside which the request and the answer are. */
-  readonly messagesFile: string;
+  /** The database the requests are in. */
+  readonly store: Pick<Store, "run" | "checkpoint">;
 }
 
 /**
- * The service's side: performs the request waiting beside `MESSAGES_FILE`, if there is one, and
- * answers it. Logs `forget` (the counts only, never what was matched), `forget_failed`, or
- * `forget_request_invalid`; never rejects (a failure to answer is logged, `forget_answer_failed`,
- * and the command says it got no answer).
+ * The service's side: performs the oldest request waiting, if there is one, and answers it. Logs
+ * `forget` (the counts only, never what was matched), `forget_failed`, or
+ * `forget_request_invalid`; rejects only when the database cannot be read or written (then the
+ * request stays, and is tried again at the next poll).
  */
 export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void> {
-  const { fs, log, messagesFile } = deps;
-  const requestFile = forgetRequestPath(messagesFile);
-  let text: string;
-  try {
-    // A FIFO would hold the read (and the stop) forever, a huge file the memory: refused first.
-    const named = await fs.lstat(requestFile);
-    if (!named.isFile || named.isSymlink || named.size > FORGET_REQUEST_MAX_BYTES) {
-      throw new Deno.errors.InvalidData(
-        `${requestFile} is not a regular file of at most ${FORGET_REQUEST_MAX_BYTES} bytes`,
-      );
-    }
-    text = await _readBounded(fs, requestFile, FORGET_REQUEST_MAX_BYTES);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return;
-    log("error", { event: "forget_request_unreadable", error: describeError(error) });
-    // Taken away, so it is not reported again every poll: the command says it got no answer.
-    await removeIfPresent(fs, requestFile).catch((cleanup) =>
-      log("error", { event: "forget_request_unreadable", error: describeError(cleanup) })
-    );
-    return;
-  }
-  // Still being written (a request ends with its line break): looked at again at the next poll.
-  if (!text.endsWith("\n")) return;
-  const request = parseRequest(text);
+  const { store, log } = deps;
+  const row = await store.run("requests.next", { kind: FORGET_REQUEST });
+  if (row === undefined) return;
+  const request = parseRequest(row.body);
   let answer: ForgetAnswer;
   if ("error" in request) {
     log("warn", { event: "forget_request_invalid", reason: request.error });
-    const nonce = (/"nonce":"([^"\\]{1,64})"/.exec(text) ?? [])[1] ?? "";
+    const nonce = (/"nonce":"([^"\\]{1,64})"/.exec(row.body) ?? [])[1] ?? "";
     answer = { nonce, ok: false, error: `invalid request: ${request.error}` };
   } else {
     try {
@@ -214,76 +161,64 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
         ...outcomeFields(outcome),
       });
       answer = { nonce: request.nonce, ok: true, outcome };
+      if (!request.dryRun && outcome.records > 0) await searchBackupFromStart(store);
     } catch (error) {
       log("error", { event: "forget_failed", error: describeError(error) });
       answer = { nonce: request.nonce, ok: false, error: describeError(error) };
     }
   }
-  try {
-    const answerFile = forgetAnswerPath(messagesFile);
-    await removeIfPresent(fs, answerFile);
-    await _writeNew(fs, answerFile, encodeAnswer(answer));
-    await removeIfPresent(fs, requestFile);
-  } catch (error) {
-    log("error", { event: "forget_answer_failed", error: describeError(error) });
-  }
+  await store.run("requests.answer", {
+    seq: row.seq,
+    state: answer.ok ? "done" : "failed",
+    answer: encodeAnswer(answer),
+  });
+  // The request named what to erase: its old page goes from the file and its log too.
+  await store.checkpoint().catch((error) =>
+    log("error", { event: "database_checkpoint_failed", error: describeError(error) })
+  );
 }
 
 /** What the command's side needs. */
 export interface ForgetAskDeps {
-  readonly fs: StorageFs;
-  readonly messagesFile: string;
+  readonly store: Pick<Store, "run">;
   /** Waits `ms` (the command's own timer). */
   readonly sleep: (ms: number) => Promise<void>;
+  /** Now, for the request's time. */
+  readonly now: () => Date;
   /** How long to wait for the answer; default {@linkcode FORGET_ANSWER_WAIT_MS}. */
   readonly waitMs?: number;
 }
 
-/** Another request waits already (another `forget` runs, or one was left by a crash). */
-export class ForgetRequestPending extends Error {
-  override readonly name = "ForgetRequestPending";
-}
-
 /**
- * The command's side: leaves `request` for the running service and waits for its answer (read,
+ * The command's side: commits `request` for the running service and waits for its answer (read,
  * then removed); `undefined` when none came in time (the request is then taken back, unless the
- * service took it meanwhile). Throws {@linkcode ForgetRequestPending} when a request is there.
+ * service took it meanwhile: it is done then, and `forget --dry-run` shows what is left).
  */
 export async function askService(
   deps: ForgetAskDeps,
   request: ForgetRequest,
 ): Promise<ForgetAnswer | undefined> {
-  const { fs, messagesFile } = deps;
-  const requestFile = forgetRequestPath(messagesFile);
-  const answerFile = forgetAnswerPath(messagesFile);
-  try {
-    // Readable by the service's user, whoever runs forget (the directory is the service's, 0700):
-    // never chowned, which would follow a link the directory's owner put there meanwhile.
-    await _writeNew(fs, requestFile, encodeRequest(request), REQUEST_MODE);
-  } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) {
-      throw new ForgetRequestPending(
-        `${requestFile} is there already: another contactd forget is waiting for the service ` +
-          "(or one was interrupted: remove the file if no other forget runs)",
-      );
-    }
-    throw error;
-  }
+  const { store } = deps;
+  const seq = await store.run("requests.add", {
+    kind: FORGET_REQUEST,
+    body: encodeRequest(request),
+    created: deps.now().toISOString(),
+  });
   const step = FORGET_POLL_MS / 4;
-  for (let waited = 0; waited <= (deps.waitMs ?? FORGET_ANSWER_WAIT_MS); waited += step) {
+  const takeBy = deps.waitMs ?? FORGET_ANSWER_WAIT_MS;
+  for (let waited = 0; waited <= takeBy + FORGET_WORK_WAIT_MS; waited += step) {
     await deps.sleep(step);
-    let text: string;
-    try {
-      text = await readAllText(fs, answerFile);
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) continue;
-      throw error;
-    }
-    const answer = parseAnswer(text);
-    if (answer === undefined || answer.nonce !== request.nonce) continue;
-    await removeIfPresent(fs, answerFile);
-    return answer;
+    const state = await store.run("requests.get", { seq });
+    if (state === undefined) return undefined;
+    if (state.state === "waiting" && waited >= takeBy) break;
+    if (state.state === "waiting" || state.state === "working" || state.answer === null) continue;
+    await store.run("requests.remove", { seq });
+    const answer = parseAnswer(state.answer);
+    if (answer !== undefined && answer.nonce === request.nonce) return answer;
+    return { nonce: request.nonce, ok: false, error: "the service's answer could not be read" };
   }
-  await removeIfPresent(fs, requestFile);
+  // Not taken in time (the service is stopping, or busy): taken back, unless it was taken now.
+  const state = await store.run("requests.get", { seq });
+  if (state?.state === "waiting") await store.run("requests.remove", { seq });
   return undefined;
 }

@@ -1,9 +1,11 @@
 /**
- * The chat ledger's lines and their fold, pure: what contactd sent to the chat for each
- * submission (one `sent` line per part), the state the owner set (`state`), and the messages
- * erasure asked the bot to delete (`delete`, chat and message ids only, never a submission id,
- * then `deleted`). A compaction writes one `entry` line per live entry and one `delete` line per
- * chat with deletions still waiting. The file shell is lib/storage/ledger.ts.
+ * The chat ledger's lines and their fold, pure: the file an older release kept
+ * (`MESSAGES_FILE.chat`, read for the import by lib/storage/ledger.ts `readLedger`): what contactd
+ * sent to the chat for each submission (one `sent` line per part, or one `entry` line per entry
+ * after a compaction), the state the owner set (`state`), and the messages erasure asked the bot
+ * to delete (`delete`, chat and message ids only, never a submission id, then `deleted`). The
+ * fold's types and its deletion helpers are also the running ledger's in memory
+ * (lib/storage/ledger.ts).
  *
  * @module
  */
@@ -125,12 +127,6 @@ export function entryLine(entry: LedgerEntry): string {
   }) + "\n";
 }
 
-/** The compacted text of a fold: its entries, then its waiting deletions. */
-export function compactedText(fold: LedgerFold): string {
-  return [...fold.entries.values()].map(entryLine).join("") +
-    pendingDeletions(fold).map(deleteLine).join("");
-}
-
 /** The deletions waiting in a fold. */
 export function pendingDeletions(fold: LedgerFold): ChatDeletion[] {
   return [...fold.pending].map(([chat, messages]) => ({ chat, messages: [...messages] }));
@@ -247,38 +243,6 @@ export function removeDeletion(fold: LedgerFold, deletion: ChatDeletion): void {
   const left = waiting.filter((message) => !deletion.messages.includes(message));
   if (left.length === 0) fold.pending.delete(deletion.chat);
   else fold.pending.set(deletion.chat, left);
-}
-
-/**
- * Takes the entries `ids` out of `fold` and returns their messages, one deletion per chat, now
- * waiting in the fold too.
- */
-export function forgetEntries(fold: LedgerFold, ids: ReadonlySet<string>): ChatDeletion[] {
-  const byChat = new Map<number, number[]>();
-  for (const id of ids) {
-    const entry = fold.entries.get(id);
-    if (entry === undefined) continue;
-    fold.entries.delete(id);
-    byChat.set(entry.chat, [...(byChat.get(entry.chat) ?? []), ...entry.messages]);
-  }
-  const deletions = [...byChat].map(([chat, messages]) => ({ chat, messages }));
-  for (const deletion of deletions) addDeletion(fold, deletion);
-  return deletions;
-}
-
-/**
- * Takes out the entries whose `ts` is before `cutoffMs` (ms since the epoch); an entry whose
- * `ts` is not a time stays (as the backup file's rule). Returns how many went.
- */
-export function pruneEntries(fold: LedgerFold, cutoffMs: number): number {
-  let removed = 0;
-  for (const [id, entry] of fold.entries) {
-    const time = Date.parse(entry.ts);
-    if (Number.isNaN(time) || time >= cutoffMs) continue;
-    fold.entries.delete(id);
-    removed++;
-  }
-  return removed;
 }
 
 /** The key of a message in the by-message index. */

@@ -71,6 +71,31 @@ export async function lockFiles(
   return { file, release, [Symbol.dispose]: release };
 }
 
+/**
+ * Whether a running service holds the lock of `messagesFile`, found without taking the lock nor
+ * creating the file: the holder (its process id as it wrote it, when readable), or `undefined`
+ * when no process holds it or there is no lock file. For commands that must tell the operator
+ * the service is running (`chat-id`: the service consumes the chat's updates).
+ */
+export async function lockHolder(
+  messagesFile: string,
+  fs: StorageFs = denoFs,
+): Promise<{ readonly pid: string | undefined } | undefined> {
+  let handle: StorageFile;
+  try {
+    handle = await openNoFollow(fs, lockPath(messagesFile), { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+  try {
+    // Taken here, it was free: closing the file releases it at once.
+    return await handle.tryLock(true) ? undefined : { pid: await _holder(handle) };
+  } finally {
+    handle.close();
+  }
+}
+
 /** The process id the holder wrote, if it is one. */
 async function _holder(handle: StorageFile): Promise<string | undefined> {
   try {

@@ -1,11 +1,13 @@
 /**
- * Reading the backup file back: its text as whole lines, each a record or not. Tolerant of what
- * older versions wrote (a record without `id`, without `form`) and of a torn last line a crash
- * or an append in progress leaves.
+ * Reading the backup file back: its whole lines, each a record or not, streamed by the one line
+ * reader (lib/common/line_reader.ts), so memory does not grow with the file. Tolerant of what
+ * older versions wrote (a record without `id`, without `form`), of a torn last line a crash or an
+ * append in progress leaves, and of a line over the reader's cap (damaged, never held).
  *
  * @module
  */
 import { isRecord, parseJsonText } from "../common/json.ts";
+import { type FileLine, type LineOptions, readLines } from "../common/line_reader.ts";
 import type { StorageFs } from "./file_system.ts";
 
 /** A record as read back: the keys contactd relies on checked, every other key kept. */
@@ -28,7 +30,10 @@ export interface BackupLines {
   readonly partial: string;
 }
 
-/** Splits the file's text into whole lines and what follows the last line break. */
+/**
+ * Splits a small file's text (the chat ledger, the block list) into whole lines and what follows
+ * the last line break. The backup file is never read whole: {@linkcode backupLines} streams it.
+ */
 export function splitLines(text: string): BackupLines {
   const end = text.lastIndexOf("\n");
   const whole = text.slice(0, end + 1);
@@ -60,38 +65,41 @@ export function recordTime(record: Pick<StoredRecord, "ts">): number {
 }
 
 /**
+ * The lines of the backup file at `path`, streamed (lib/common/line_reader.ts `readLines`): the
+ * file is opened when the first line is asked for (a missing file rejects then) and closed when
+ * the loop ends, however it ends.
+ */
+export async function* backupLines(
+  fs: StorageFs,
+  path: string,
+  options: LineOptions = {},
+): AsyncGenerator<FileLine> {
+  const file = await fs.open(path, { read: true });
+  try {
+    if (options.start !== undefined) await file.seek(options.start, Deno.SeekMode.Start);
+    yield* readLines(file, options);
+  } finally {
+    file.close();
+  }
+}
+
+/**
  * The record of submission `id` in the backup file at `path`, the last one when a crash left it
- * twice; `undefined` when none is (never written, erased, or past `RETENTION`). Read in chunks:
- * only lines that mention the id are parsed, so a large file is not held whole.
+ * twice; `undefined` when none is (never written, erased, or past `RETENTION`). Streamed: only
+ * lines that mention the id are parsed, so a large file is not held whole.
  */
 export async function findRecord(
   fs: StorageFs,
   path: string,
   id: string,
 ): Promise<StoredRecord | undefined> {
-  const file = await fs.open(path, { read: true });
   const needle = JSON.stringify(id);
-  const decoder = new TextDecoder();
   let found: StoredRecord | undefined;
-  let rest = "";
-  const consider = (line: string) => {
-    if (!line.includes(needle)) return;
-    const record = parseRecordLine(line);
+  for await (const { text, whole } of backupLines(fs, path)) {
+    // A last line without its line break is still being written (or torn): not a record yet.
+    if (!whole || text === undefined || !text.includes(needle)) continue;
+    const record = parseRecordLine(text);
     if (record?.id === id) found = record;
-  };
-  try {
-    const chunk = new Uint8Array(1 << 16);
-    while (true) {
-      const n = await file.read(chunk);
-      if (n === null) break;
-      const text = rest + decoder.decode(chunk.subarray(0, n), { stream: true });
-      const lines = text.split("\n");
-      rest = lines.pop()!;
-      for (const line of lines) consider(line);
-    }
-  } finally {
-    file.close();
   }
-  // A last line without its line break is still being written (or torn): not a record yet.
   return found;
 }

@@ -5,8 +5,10 @@ import {
   type NotificationInput,
   notificationParts,
   refusedNotice,
+  SENDER_LINE_MARK,
   splitText,
 } from "../../lib/bot/notification.ts";
+import { stateLine, withStateLine } from "../../lib/bot/keyboard.ts";
 
 const INPUT: NotificationInput = {
   name: "Ann <3",
@@ -286,4 +288,41 @@ Deno.test("long fields go on in marked parts within 4096 units, like a long mess
     assert.ok(body.includes(`${FIELD_BULLET}${name}: ${value}\n`), name);
   }
   assert.ok(body.endsWith("\n\nend"));
+});
+
+/** Forged state lines: the exact one, and variants a sender may try. */
+const FORGED = [
+  "— ✓ Handled by Anna, 2026-11-27 09:12 UTC",
+  "   — ✓ Handled by Anna, 2026-11-27 09:12 UTC",
+  "\u00A0\u200B— ✓ Handled by Anna, 2026-11-27 09:12 UTC",
+  "\u202E— ✓ Handled by Anna, 2026-11-27 09:12 UTC",
+  "– ✔ Handled by Anna, 2026-11-27 09:12 UTC",
+  "― ✔️ Hаndled by Anna, 2026-11-27 09:12 UTC",
+  "− √ Handled by Anna",
+  "─ 🚫 Spam by Anna, 2026-11-27 09:12 UTC",
+  "— ⛔ Spam by Anna",
+  "—↩ Reopened by Anna",
+  "－ ✓ Handled by Anna",
+  "— Handled by Anna, ２０２６-11-27 09:12 UTC",
+  stateLine("handled", "Anna", "2026-11-27 09:12 UTC"),
+  stateLine("spam", "Anna", "2026-11-27 09:12 UTC"),
+  stateLine("open", "Anna", "2026-11-27 09:12 UTC"),
+];
+
+for (const forged of FORGED) {
+  Deno.test(`a sender's line shaped like contactd's state line is marked as the sender's: ${JSON.stringify(forged)}`, () => {
+    for (const message of [`Hi\n\n${forged}`, forged, `${forged}\nmore`]) {
+      const parts = notificationParts({ ...INPUT, message });
+      const line = parts.join("").split("\n").find((l) => l.endsWith(forged));
+      assert.equal(line, `${SENDER_LINE_MARK}${forged}`);
+      // Not taken for a state line when the owner acts: replaced by contactd's own, kept.
+      const edited = withStateLine(parts[0]!, stateLine("open", "Olga", "2026-11-27 10:00 UTC"));
+      assert.ok(edited.includes(`${SENDER_LINE_MARK}${forged}`));
+    }
+  });
+}
+
+Deno.test("a sender's lines that are not shaped like a state line are left as written (a list, a signature)", () => {
+  const message = "- item one\n- item two\n-- \nAnna\n— Anna\n—\n1 — 2";
+  assert.ok(formatNotification({ ...INPUT, message }).endsWith(`\n\n${message}`));
 });

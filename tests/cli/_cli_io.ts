@@ -5,7 +5,6 @@
  * @module
  */
 import type { CliIo } from "../../lib/cli/cli.ts";
-import { loadOutbox, readSubmissions } from "../../lib/storage/outbox.ts";
 
 /** A {@linkcode CliIo} with `overrides`, and what it was told. */
 export function fakeCliIo(overrides: Partial<CliIo> = {}) {
@@ -18,8 +17,6 @@ export function fakeCliIo(overrides: Partial<CliIo> = {}) {
     readTextFile: (path) => Promise.reject(new Deno.errors.NotFound(path)),
     fetch: () => Promise.reject(new Error("no network")),
     now: () => new Date(0),
-    readOutbox: loadOutbox,
-    readSubmissions,
     granted: () => true,
     out: (line) => out.push(line),
     err: (line) => err.push(line),

@@ -120,6 +120,40 @@ Deno.test("a mistyped FORM_<ID>_ name in the env file is warned about once, nami
   assert.equal(fromProcess.err.filter((line) => line.includes("FORM_CLIENTB")).length, 0);
 });
 
+Deno.test("a form's setting spelt otherwise in the environment (FORM_SITEB_CHAT_ID for site-b) is warned about by check and at start, never the value", async () => {
+  const env: Record<string, string> = {
+    FORMS: "site-b,sales",
+    FORM_SITEB_CHAT_ID: "-100222",
+    "FORM_SITE-B_TITLE": "Site B",
+    FORM_SALES_CHATID: "-100333",
+  };
+  const check = await run(["check"], env as Settings);
+  assert.deepEqual(check.err.filter((line) => line.includes("is not a contactd setting")), [
+    "contactd check: the environment's FORM_SITEB_CHAT_ID is not a contactd setting " +
+    "(did you mean FORM_SITE_B_CHAT_ID?); ignored",
+    "contactd check: the environment's FORM_SITE-B_TITLE is not a contactd setting " +
+    "(did you mean FORM_SITE_B_TITLE?); ignored",
+    "contactd check: the environment's FORM_SALES_CHATID is not a contactd setting " +
+    "(did you mean FORM_SALES_CHAT_ID?); ignored",
+  ]);
+  const serve = await run(["serve"], env as Settings);
+  const lines = serve.err.map((line) => JSON.parse(line));
+  assert.deepEqual(
+    lines.filter((line) => line.event === "env_setting_ignored").map((
+      { level, name, closest },
+    ) => ({
+      level,
+      name,
+      closest,
+    }))[0],
+    { level: "warn", name: "FORM_SITEB_CHAT_ID", closest: "FORM_SITE_B_CHAT_ID" },
+  );
+  for (const text of [...check.err, ...serve.err]) assert.ok(!/-100222|-100333|Site B/.test(text));
+  // Spelt right, nothing is said.
+  const right = await run(["check"], { FORMS: "site-b", FORM_SITE_B_CHAT_ID: "-100222" });
+  assert.ok(!right.err.some((line) => line.includes("is not a contactd setting")));
+});
+
 Deno.test("serve warns about skipped env-file lines as JSON log lines (env_file_line_skipped)", async () => {
   const { err, served } = await run(["serve", "--env-file", "/e"], {}, { "/e": SKIPPING });
   assert.deepEqual(served, [{ PORT: "9000" }]);
@@ -243,6 +277,12 @@ Deno.test("--help lists every command and every setting with its default", async
   assert.match(text, /--version/);
 });
 
+Deno.test("the README stays a guide: at most 320 lines (the reference lives in docs/)", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  const lines = readme.split("\n").length - (readme.endsWith("\n") ? 1 : 0);
+  assert.ok(lines <= 320, `README.md has ${lines} lines`);
+});
+
 Deno.test("the README documents every command and the binary's env-file option", async () => {
   const readme = await Deno.readTextFile(`${ROOT}README.md`);
   for (const command of Object.keys(COMMANDS)) {
@@ -251,19 +291,24 @@ Deno.test("the README documents every command and the binary's env-file option",
   assert.match(readme, /--env-file PATH/);
 });
 
-Deno.test("the README's settings table, .env.example and --help name every setting, with the same defaults", async () => {
+Deno.test("the settings tables (docs/deployment.md), the README, .env.example and --help name every setting, with the same defaults", async () => {
   const readme = await Deno.readTextFile(`${ROOT}README.md`);
+  const guide = await Deno.readTextFile(`${ROOT}docs/deployment.md`);
   const example = await Deno.readTextFile(`${ROOT}.env.example`);
   const help = helpText("1.2.3");
-  // README rows look like: | `NAME` | `default` or unset | meaning |
+  // The README names each setting and links the tables.
+  assert.match(readme, /\(docs\/deployment\.md#settings\)/);
+  assert.match(guide, /^## Settings$/m);
+  // Table rows look like: | `NAME` | `default` or unset | meaning |
   const rows = new Map<string, string>();
-  for (const match of readme.matchAll(/^\| `([A-Z_]+)` +\| ([^|]*?) +\|/gm)) {
+  for (const match of guide.matchAll(/^\| `([A-Z_]+)` +\| ([^|]*?) +\|/gm)) {
     rows.set(match[1]!, match[2]!);
   }
   const defaults: Readonly<Record<string, string>> = DEFAULTS;
   for (const name of SETTING_NAMES) {
     const fallback = Object.hasOwn(defaults, name) ? defaults[name]! : "";
-    assert.equal(rows.get(name), fallback === "" ? "unset" : `\`${fallback}\``, `README ${name}`);
+    assert.equal(rows.get(name), fallback === "" ? "unset" : `\`${fallback}\``, `table ${name}`);
+    assert.ok(readme.includes(`\`${name}\``), `README does not name ${name}`);
     assert.match(example, new RegExp(`^(# ?)?${name}=`, "m"), `.env.example lacks ${name}`);
     assert.match(help, new RegExp(`^  ${name} `, "m"), `--help lacks ${name}`);
   }
@@ -328,8 +373,12 @@ Deno.test("the repository carries an OSI licence (LICENSE, MIT), and CONTRIBUTIN
   assert.match(contributing, /Decided, for three reasons/);
 });
 
-Deno.test("the README says what is downloaded and when, and how to trust a TLS-intercepting proxy", async () => {
-  const readme = await Deno.readTextFile(`${ROOT}README.md`);
+Deno.test("the docs say what is downloaded and when, and how to trust a TLS-intercepting proxy; the README links it", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}docs/deployment.md`);
+  assert.match(
+    await Deno.readTextFile(`${ROOT}README.md`),
+    /\(docs\/deployment\.md#what-is-downloaded-and-when\)/,
+  );
   assert.doesNotMatch(readme, /no dependencies beyond Deno/);
   assert.match(readme, /^## What is downloaded, and when$/m);
   assert.match(readme, /downloads one npm package into Deno's cache, `altcha-lib`/);

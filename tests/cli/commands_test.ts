@@ -2,8 +2,10 @@
  * Operator commands (`check`, `chat-id`, `send-test`) through `runCli`, against the fake Bot API.
  */
 import assert from "node:assert/strict";
-import { loadOutbox, readSubmissions } from "../../lib/storage/outbox.ts";
 import { type CliIo, runCli } from "../../lib/cli/cli.ts";
+import { addWaiting } from "./_pending_db.ts";
+import { lockFiles, lockHolder } from "../../lib/storage/lock.ts";
+import { withTempStore } from "../support/temp_store.ts";
 import type { Settings } from "../../lib/config/settings.ts";
 import {
   apiError,
@@ -50,12 +52,12 @@ async function contactd(
       readTextFile: () => Promise.reject(new Deno.errors.NotFound("no file")),
       fetch,
       now: () => new Date("2026-11-22T14:03:09Z"),
-      readOutbox: loadOutbox,
-      readSubmissions,
       granted: () => true,
       out: (line) => out.push(line),
       err: (line) => err.push(line),
       serve: () => Promise.reject(new Error("serve must not run")),
+      // No service holds the files (never the checkout's own lock file).
+      serviceHolding: () => Promise.resolve(undefined),
       ...overrides,
     });
     for (const line of [...out, ...err]) {
@@ -78,48 +80,34 @@ Deno.test("check reports the bot's username and the chat, and exits 0", async ()
   assert.deepEqual(err, []);
 });
 
-Deno.test("check shows the spam challenge and how many messages wait in the outbox", async () => {
-  const entry = (id: string, ts: string) => ({
-    id,
-    ts,
-    attempts: 2,
-    firstError: "timeout",
-    lastError: "timeout",
-    lastTs: ts,
-    status: 502,
-    done: false as const,
-    offset: 0,
-    length: 0,
+Deno.test("check shows the spam challenge and how many messages wait in the database", async () => {
+  await withTempStore(async ({ messagesFile, store }) => {
+    await addWaiting(store, "aaaa1111", "2026-11-20T10:00:00Z", { failures: ["timeout"] });
+    await addWaiting(store, "bbbb2222", "2026-11-21T10:00:00Z", { failures: ["timeout"] });
+    await addWaiting(store, "cccc3333", "2026-11-21T11:00:00Z", { status: 200 });
+    await store.run("outbox.done", { id: "cccc3333", result: "delivered" });
+    const { code, out, err } = await contactd(["check"], {
+      CHALLENGE: "altcha",
+      CHALLENGE_SECRET: "k".repeat(44),
+      MESSAGES_FILE: messagesFile,
+    });
+    assert.equal(code, 0, err.join("\n"));
+    assert.ok(out.includes("challenge: altcha"), out.join("\n"));
+    assert.ok(
+      out.includes(
+        "pending: 2 messages waiting, oldest 2026-11-20T10:00:00Z (contactd pending lists them)",
+      ),
+      out.join("\n"),
+    );
   });
-  const { code, out, err } = await contactd(
-    ["check"],
-    { CHALLENGE: "altcha", CHALLENGE_SECRET: "k".repeat(44) },
-    () => {},
-    {
-      readOutbox: () =>
-        Promise.resolve({
-          entries: new Map([
-            ["aaaa1111", entry("aaaa1111", "2026-11-20T10:00:00Z")],
-            ["bbbb2222", entry("bbbb2222", "2026-11-21T10:00:00Z")],
-          ]),
-          bytes: 0,
-          skipped: 0,
-        }),
-    },
-  );
-  assert.equal(code, 0, err.join("\n"));
-  assert.ok(out.includes("challenge: altcha"), out.join("\n"));
-  assert.ok(
-    out.includes(
-      "pending: 2 messages waiting, oldest 2026-11-20T10:00:00Z (contactd pending lists them)",
-    ),
-    out.join("\n"),
-  );
-  const empty = await contactd(["check"], {}, () => {}, {
-    readOutbox: () => Promise.resolve({ entries: new Map(), bytes: 0, skipped: 0 }),
-  });
-  assert.ok(empty.out.includes("challenge: none"));
-  assert.ok(empty.out.includes("pending: 0 messages waiting"));
+  const dir = await Deno.makeTempDir({ prefix: "contactd-check-" });
+  try {
+    const empty = await contactd(["check"], { MESSAGES_FILE: `${dir}/messages.jsonl` });
+    assert.ok(empty.out.includes("challenge: none"));
+    assert.ok(empty.out.includes("pending: 0 messages waiting"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("check exits 1 with one line when the token is refused", async () => {
@@ -243,6 +231,50 @@ Deno.test("chat-id with no updates says to message the bot first, exit 1", async
   assert.match(
     err[0]!,
     /^contactd chat-id: no chat has written to the bot yet: message the bot first/,
+  );
+});
+
+Deno.test("chat-id while the service runs (it holds the lock and reads the updates) says so and to stop it first, not to message the bot", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-chat-id-" });
+  const file = `${dir}/messages.jsonl`;
+  const lock = await lockFiles(file, 4242);
+  try {
+    // The real lock file, found by lib/storage/lock.ts as the command does by default.
+    const { code, out, err } = await contactd(["chat-id"], { MESSAGES_FILE: file }, () => {}, {
+      serviceHolding: (messagesFile) => lockHolder(messagesFile),
+    });
+    assert.equal(code, 1);
+    assert.deepEqual(out, []);
+    assert.equal(err.length, 1);
+    assert.match(
+      err[0]!,
+      /^contactd chat-id: no chat to list: the running contactd \(process 4242\) reads the bot's updates itself \(CHAT_ACTIONS\), so none are left for chat-id: stop it, message the bot/,
+    );
+    assert.doesNotMatch(err[0]!, /no chat has written to the bot yet/);
+    // With chat actions off the service reads no update: the usual advice.
+    const off = await contactd(["chat-id"], { MESSAGES_FILE: file, CHAT_ACTIONS: "0" }, () => {}, {
+      serviceHolding: (messagesFile) => lockHolder(messagesFile),
+    });
+    assert.match(off.err[0]!, /no chat has written to the bot yet/);
+  } finally {
+    lock.release();
+  }
+  // Released, the service is not running: the usual advice again.
+  const stopped = await contactd(["chat-id"], { MESSAGES_FILE: file }, () => {}, {
+    serviceHolding: (messagesFile) => lockHolder(messagesFile),
+  });
+  assert.match(stopped.err[0]!, /no chat has written to the bot yet/);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("chat-id explains a 409 from another getUpdates poller: a running contactd reads them", async () => {
+  const { code, err } = await contactd(["chat-id"], {}, (fake) => {
+    fake.conflict = "poller";
+  });
+  assert.equal(code, 1);
+  assert.match(
+    err[0]!,
+    /^contactd chat-id: getUpdates failed: 409 .*another process, likely a running contactd reads the bot's updates itself/,
   );
 });
 

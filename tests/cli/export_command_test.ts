@@ -2,8 +2,11 @@
  * `contactd export` through the command line: options, output, errors, permissions given up.
  */
 import assert from "node:assert/strict";
-import { READ_ONLY_REVOKED, runCli } from "../../lib/cli/cli.ts";
+import { type CliIo, READ_ONLY_REVOKED, runCli } from "../../lib/cli/cli.ts";
 import { formatRecord } from "../../lib/storage/backup.ts";
+import type { StorageFs } from "../../lib/storage/file_system.ts";
+import { READ_CHUNK_BYTES } from "../../lib/common/line_reader.ts";
+import { MemoryFs } from "../support/memory_fs.ts";
 import { fakeCliIo } from "./_cli_io.ts";
 
 const RECORDS = [
@@ -20,24 +23,34 @@ const RECORDS = [
   JSON.stringify({ ts: "2026-11-21T10:00:00Z", id: "bbbb2222", form: "sales", name: "Bo" }) + "\n",
 ].join("");
 
-/** Runs the command line with `files` as the only readable files. */
+/** Runs the command line with `files` as the only readable files (read through `fs`). */
 async function cli(args: string[], files: Record<string, string | Error>) {
   let revoked: string[] = [];
-  const fake = fakeCliIo({
-    env: (name) => name === "MESSAGES_FILE" ? "data/messages.jsonl" : undefined,
-    readTextFile: (path) => {
+  const memory = new MemoryFs();
+  for (const [path, file] of Object.entries(files)) {
+    if (typeof file === "string") memory.writeText(path, file);
+  }
+  const fs: StorageFs = {
+    open: (path, options) => {
       const file = files[path];
-      if (file === undefined) return Promise.reject(new Deno.errors.NotFound(path));
       if (file instanceof Error) return Promise.reject(file);
       return revoked.length === 0
         ? Promise.reject(new Error("read before the permissions were given up"))
-        : Promise.resolve(file);
+        : memory.open(path, options);
     },
+    lstat: (path) => memory.lstat(path),
+    rename: (from, to) => memory.rename(from, to),
+    remove: (path) => memory.remove(path),
+  };
+  const fake = fakeCliIo({
+    env: (name) => name === "MESSAGES_FILE" ? "data/messages.jsonl" : undefined,
   });
   revoked = fake.revoked;
-  const { io, out, err } = fake;
-  const code = await runCli(args, io);
-  return { code, stdout: out.map((line) => `${line}\n`).join(""), err, revoked };
+  const { out, err } = fake;
+  // The export reads through `fs` (lib/cli/export_command.ts ExportIo), given with the rest.
+  const code = await runCli(args, { ...fake.io, fs } as CliIo);
+  const stdout = out.map((line) => `${line}\n`).join("");
+  return { code, stdout, err, revoked, lines: out.length };
 }
 
 Deno.test("contactd export prints the backup file's records as they are, the count on stderr, after giving up write, net and run", async () => {
@@ -122,4 +135,39 @@ Deno.test("--help shows export's usage and options", async () => {
   assert.equal(code, 0);
   assert.match(stdout, /contactd export \[--since DATE\] \[--form ID\] \[--format jsonl\|csv\]/);
   assert.match(stdout, /^ {2}export {2,}print the backup file's records/m);
+});
+
+Deno.test("contactd export streams a backup file of many reads to stdout in batches, the same bytes as the file", async () => {
+  const many = Array.from({ length: 3000 }, (_, i) => RECORDS.replaceAll("aaaa1111", `a${i}`))
+    .join("");
+  assert.ok(many.length > 8 * READ_CHUNK_BYTES);
+  const { code, stdout, err, lines } = await cli(["export"], { "data/messages.jsonl": many });
+  assert.equal(code, 0);
+  assert.equal(stdout, many);
+  assert.ok(lines > 1 && lines < 6000 / 10, `${lines} writes for 6000 records`);
+  assert.deepEqual(err, ["contactd export: 6000 record(s) from data/messages.jsonl"]);
+});
+
+Deno.test("contactd export --format csv starts with one UTF-8 byte-order mark, before the header; --no-bom leaves it out", async () => {
+  const files = { "data/messages.jsonl": RECORDS };
+  const csv = await cli(["export", "--format", "csv"], files);
+  assert.equal(csv.code, 0);
+  assert.ok(csv.stdout.startsWith("\uFEFFreceived_at,") || csv.stdout.startsWith("\uFEFFts,"));
+  assert.equal(csv.stdout.split("\uFEFF").length, 2, "one mark, at the start");
+  const plain = await cli(["export", "--format", "csv", "--no-bom"], files);
+  assert.equal(plain.code, 0);
+  assert.equal(plain.stdout, csv.stdout.slice(1));
+  // JSON lines are the file's own bytes: no mark.
+  const jsonl = await cli(["export"], files);
+  assert.ok(!jsonl.stdout.includes("\uFEFF"));
+  for (const args of [["export", "--no-bom"], ["check", "--no-bom"]]) {
+    const refused = await cli(args, {});
+    assert.equal(refused.code, 2, args.join(" "));
+    assert.match(refused.err[0]!, /^contactd: --no-bom is for (--format csv|export) only/);
+  }
+  const { stdout } = await cli(["export", "--help"], {});
+  assert.match(
+    stdout,
+    /^ {2}--no-bom {2,}export --format csv: leave out the UTF-8 byte-order mark/m,
+  );
 });

@@ -6,9 +6,10 @@ import assert from "node:assert/strict";
 import { OWN_FILES_REVOKED, parseCommandLine, runCli } from "../../lib/cli/cli.ts";
 import { formatRecord } from "../../lib/storage/backup.ts";
 import { lockFiles } from "../../lib/storage/lock.ts";
-import { ledgerPath } from "../../lib/common/state_files.ts";
+import { databasePath } from "../../lib/common/state_files.ts";
 import { openLedger } from "../../lib/storage/ledger.ts";
-import { sentLine } from "../../lib/storage/ledger_lines.ts";
+import { openLocalStore } from "../../lib/storage/store.ts";
+import { copyFixtures, FIXTURE, OLD_SUFFIXES } from "../fixtures/release_6c90727.ts";
 import { isRoot } from "../support/service.ts";
 import { fakeCliIo } from "./_cli_io.ts";
 
@@ -128,7 +129,7 @@ Deno.test({
       await Deno.chown(dir, 65534, 65534);
       const done = await cli(["forget", "--contact", "@nobody"], file);
       assert.equal(done.code, 0, done.err.join());
-      for (const name of [`${file}.lock`, `${file}.outbox`]) {
+      for (const name of [`${file}.lock`]) {
         const info = await Deno.lstat(name);
         assert.deepEqual([info.uid, info.gid], [65534, 65534], name);
       }
@@ -173,16 +174,31 @@ Deno.test("forget --contact - reads the value from standard input's first line, 
 Deno.test("forget with the service stopped removes the chat ledger's entries and leaves their messages as deletions for the service's next start; --dry-run counts them and changes nothing", async () => {
   const dir = await Deno.makeTempDir();
   const file = `${dir}/messages.jsonl`;
-  const ledger = ledgerPath(file);
-  const sent = (id: string, messageId: number, first: boolean, ip: string) =>
-    sentLine({ id, ts: "2026-11-20T10:00:00Z", chat: -100, messageId, first, ip, contact: "@ann" });
+  const db = databasePath(file);
+  const sent = (id: string, messageId: number, first: boolean, ip: string) => ({
+    id,
+    ts: "2026-11-20T10:00:00Z",
+    chat: -100,
+    messageId,
+    first,
+    ip,
+    contact: "@ann",
+  });
   try {
     await Deno.writeTextFile(file, record("a1", "10.0.0.1") + record("b2", "10.0.0.2"), {
       mode: 0o600,
     });
-    const text = sent("a1", 10, true, "10.0.0.1") + sent("a1", 11, false, "10.0.0.1") +
-      sent("b2", 12, true, "10.0.0.2");
-    await Deno.writeTextFile(ledger, text, { mode: 0o600 });
+    const seeded = openLocalStore(db, { create: true });
+    const seed = await openLedger(seeded);
+    for (
+      const part of [
+        sent("a1", 10, true, "10.0.0.1"),
+        sent("a1", 11, false, "10.0.0.1"),
+        sent("b2", 12, true, "10.0.0.2"),
+      ]
+    ) await seed.noteSent(part);
+    await seeded.close();
+    const bytes = await Deno.readFile(db);
 
     const dry = await cli(["forget", "--address", "10.0.0.1", "--dry-run"], file);
     assert.equal(dry.code, 0, dry.err.join());
@@ -190,10 +206,10 @@ Deno.test("forget with the service stopped removes the chat ledger's entries and
       dry.out[1],
       "would remove 1 submission(s) from the chat ledger and delete their 2 message(s) in the chat",
     );
-    assert.equal(await Deno.readTextFile(ledger), text);
+    assert.deepEqual(await Deno.readFile(db), bytes, "the dry run changed nothing");
     const names = [];
     for await (const entry of Deno.readDir(dir)) names.push(entry.name);
-    assert.deepEqual(names.sort(), ["messages.jsonl", "messages.jsonl.chat"]);
+    assert.deepEqual(names.sort(), ["messages.jsonl", "messages.jsonl.db"]);
 
     const done = await cli(["forget", "--address", "10.0.0.1"], file);
     assert.equal(done.code, 0, done.err.join());
@@ -202,13 +218,36 @@ Deno.test("forget with the service stopped removes the chat ledger's entries and
       "removed 1 submission(s) from the chat ledger; their 2 message(s) in the chat are deleted " +
         "by contactd when the service starts next",
     );
-    const after = await Deno.readTextFile(ledger);
-    assert.ok(!after.includes("a1") && !after.includes("10.0.0.1"), after);
-    assert.equal((await Deno.lstat(ledger)).mode! & 0o777, 0o600);
-    const opened = await openLedger(ledger, { log: () => {} });
+    const after = new TextDecoder("latin1").decode(await Deno.readFile(db));
+    assert.ok(!after.includes("10.0.0.1"), "the erased address is gone from the database file");
+    assert.equal((await Deno.lstat(db)).mode! & 0o777, 0o600);
+    const store = openLocalStore(db, { create: false });
+    const opened = await openLedger(store);
     assert.deepEqual(opened.pendingDeletions(), [{ chat: -100, messages: [10, 11] }]);
     assert.equal(opened.byMessage(-100, 12)?.id, "b2");
-    await opened.close();
+    await store.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("forget with the service stopped right after an upgrade imports the older release's files first, so the next start brings nothing erased back; --dry-run asks for a start first", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = await copyFixtures(dir);
+    const dry = await cli(["forget", "--id", FIXTURE.pendingUnrecorded, "--dry-run"], file);
+    assert.equal(dry.code, 1);
+    assert.match(dry.err.join("\n"), /not imported yet: start contactd once/);
+    const done = await cli(["forget", "--id", FIXTURE.pendingUnrecorded], file);
+    assert.equal(done.code, 0, done.err.join("\n"));
+    assert.match(done.out[0]!, /and 1 pending message\(s\)/);
+    for (const suffix of OLD_SUFFIXES) {
+      await assert.rejects(Deno.lstat(`${file}${suffix}`), Deno.errors.NotFound, suffix);
+    }
+    const store = openLocalStore(databasePath(file), { create: false });
+    assert.equal(await store.run("outbox.read", { id: FIXTURE.pendingUnrecorded }), undefined);
+    assert.notEqual(await store.run("outbox.read", { id: FIXTURE.pendingRecorded }), undefined);
+    await store.close();
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig, SETTING_NAMES } from "../../lib/config/config.ts";
 import {
+  blockedFlags,
   ENV_NAMES,
   exportFlags,
   fileOpenFailure,
   forgetFlags,
   listenFailure,
+  pendingFlags,
   permissionGaps,
   permissionLine,
   serviceFlags,
@@ -13,10 +15,11 @@ import {
 import { callBotApi } from "../../lib/bot/api.ts";
 import { mergeSettings } from "../../lib/config/settings.ts";
 import { stateFiles } from "../../lib/common/state_files.ts";
+import { denoFs, openNoFollow } from "../../lib/storage/file_system.ts";
 
 /** The files the service keeps beside the backup file (lib/common/state_files.ts). */
 const STATE = stateFiles("messages.jsonl").join(",");
-/** Read also covers their directory (synced after a compaction's rename). */
+/** Read also covers their directory (synced after a rename). */
 const READ = `${STATE},.`;
 
 Deno.test("serviceFlags grants the listen address, the API host:port, one file and the settings", () => {
@@ -255,4 +258,42 @@ Deno.test("forgetFlags grant contactd's own files and their directory, and the s
   assert.ok(stateFiles(file).includes(`${file}.forget`));
   assert.ok(stateFiles(file).includes(`${file}.forget.answer`));
   assert.ok(stateFiles(file).includes(`${file}.rewrite`));
+});
+
+Deno.test("pendingFlags grant the database alone (reading its -wal and -shm), and the settings: no network, no other file", () => {
+  const file = "/var/lib/contactd/messages.jsonl";
+  assert.deepEqual(pendingFlags(parseConfig({ MESSAGES_FILE: file })), [
+    "--no-prompt",
+    `--allow-read=${file}.db,${file}.db-wal,${file}.db-shm`,
+    `--allow-write=${file}.db`,
+    `--allow-env=${ENV_NAMES}`,
+  ]);
+});
+
+Deno.test("blockedFlags (blocked, unblock) grant the database alone (reading its -wal and -shm), and the settings: not the old block list file, no network", () => {
+  const file = "/var/lib/contactd/messages.jsonl";
+  assert.deepEqual(blockedFlags(parseConfig({ MESSAGES_FILE: file })), [
+    "--no-prompt",
+    `--allow-read=${file}.db,${file}.db-wal,${file}.db-shm`,
+    `--allow-write=${file}.db`,
+    `--allow-env=${ENV_NAMES}`,
+  ]);
+});
+
+Deno.test("a state file that is a symbolic link is refused with a hint that says so, not 'make the directory writable'", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/real.jsonl`, "");
+    await Deno.symlink(`${dir}/real.jsonl`, `${dir}/messages.jsonl`);
+    const error = await openNoFollow(denoFs, `${dir}/messages.jsonl`, { read: true }).then(
+      (file) => (file.close(), undefined),
+      (error: unknown) => error,
+    );
+    assert.ok(error !== undefined, "the link was refused");
+    const fields = fileOpenFailure(error, `${dir}/messages.jsonl`);
+    assert.match(fields.hint!, /is a symbolic link .*contactd refuses links/);
+    assert.doesNotMatch(fields.hint!, /writable|mode 0600/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import {
   afterFailure,
   afterSuccess,
+  afterTokenAccepted,
+  afterTokenRefused,
   answersAtOnceUntil,
   backlogResumesAt,
   type DeliveryHealth,
@@ -76,4 +78,25 @@ Deno.test("a success ends an outage and a pause alike", () => {
     assert.deepEqual(deliveryStatus(after), { state: "ok" });
     assert.equal(backlogResumesAt(after), -Infinity);
   }
+});
+
+Deno.test("a token refused to any call pauses at once, from ok or an outage, and an answer with the token ends only that pause", () => {
+  const clock = fakeClock(0);
+  for (
+    const before of [HEALTHY, afterFailure(HEALTHY, failure(clock.now(), "timeout"))]
+  ) {
+    const paused = afterTokenRefused(before, { now: 100, error: "401 Unauthorized" });
+    assert.deepEqual(deliveryStatus(paused), { state: "paused", reason: "401 Unauthorized" });
+    assert.equal(backlogResumesAt(paused), 100 + PAUSE_PROBE_MS);
+    assert.deepEqual(afterTokenAccepted(paused), HEALTHY);
+  }
+  // A send refused for the token is the same pause.
+  const sent = afterFailure(HEALTHY, { ...failure(5, "404 Not Found", true), token: true });
+  assert.deepEqual(afterTokenAccepted(sent), HEALTHY);
+  // Paused for the chat (the bot removed from the group): a working token proves nothing.
+  const chat = afterFailure(HEALTHY, failure(5, "403 Forbidden: bot was kicked", true));
+  assert.equal(afterTokenAccepted(chat), chat);
+  // Already paused, the first reason stays; ok stays ok.
+  assert.equal(afterTokenRefused(chat, { now: 9, error: "401 Unauthorized" }), chat);
+  assert.equal(afterTokenAccepted(HEALTHY), HEALTHY);
 });

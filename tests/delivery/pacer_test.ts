@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Pacer, TELEGRAM_LIMITS } from "../../lib/delivery/pacer.ts";
+import { CALLS_ONLY_CHAT, Pacer, TELEGRAM_LIMITS } from "../../lib/delivery/pacer.ts";
 
 const CHAT = 4242;
 const GROUP = -100123;
@@ -72,4 +72,29 @@ Deno.test("Pacer pauses everything until a 429's end, and a shorter pause never 
   assert.equal(pacer.readyAt(GROUP, 100), 5000);
   assert.equal(pacer.readyAfter(CHAT, 4, 0), 6000); // the burst after the pause, then 1/s
   assert.equal(pacer.readyAt(CHAT, 7000), 7000);
+});
+
+Deno.test("Pacer gives calls at most their share of a group's window (notifications keep the rest); the toasts' chat has no share", () => {
+  const pacer = new Pacer();
+  const share = Math.floor(TELEGRAM_LIMITS.group.count * TELEGRAM_LIMITS.callShare);
+  for (let i = 0; i < share; i++) {
+    assert.equal(pacer.callReadyAt(GROUP, i * 3000), i * 3000);
+    pacer.sent(GROUP, i * 3000, true);
+  }
+  assert.equal(pacer.callReadyAt(GROUP, share * 3000), TELEGRAM_LIMITS.group.windowMs);
+  // Notifications are not held by the calls' share.
+  assert.equal(pacer.readyAt(GROUP, share * 3000), share * 3000);
+  for (let i = 0; i < 100; i++) pacer.sent(CALLS_ONLY_CHAT, i, true);
+  assert.equal(pacer.callReadyAt(CALLS_ONLY_CHAT, 100), 100);
+});
+
+Deno.test("Pacer's even step: a group's backlog one message per window/count, another chat's one per interval", () => {
+  const pacer = new Pacer();
+  assert.equal(pacer.evenAt(GROUP, 0), 0, "nothing sent yet");
+  pacer.sent(GROUP, 0);
+  const step = TELEGRAM_LIMITS.group.windowMs / TELEGRAM_LIMITS.group.count;
+  assert.equal(pacer.evenAt(GROUP, 100), step);
+  pacer.sent(CHAT, 0);
+  assert.equal(pacer.evenAt(CHAT, 10), TELEGRAM_LIMITS.chat.intervalMs);
+  assert.equal(pacer.evenAt(CHAT, 5000), 5000);
 });

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
-import { CALL_FLOOD_TRIES, DeliveryQueue, type SentPart } from "../../lib/delivery/queue.ts";
+import {
+  CALL_FLOOD_TRIES,
+  CALLS_FULL,
+  CALLS_WAITING_PER_CHAT,
+  DeliveryQueue,
+  type SentPart,
+} from "../../lib/delivery/queue.ts";
 import type { OutboxSubmission } from "../../lib/storage/outbox.ts";
-import { Pacer } from "../../lib/delivery/pacer.ts";
+import { Pacer, TELEGRAM_LIMITS } from "../../lib/delivery/pacer.ts";
 import type { BotApiResult } from "../../lib/bot/api.ts";
 import { fakeClock } from "../support/fake_clock.ts";
 import { memoryOutbox } from "../support/memory_outbox.ts";
@@ -25,13 +31,13 @@ let messageIds = 100;
 const accepted = (): BotApiResult => ({ ok: true, result: { message_id: ++messageIds } });
 
 /** A queue on a fake clock that records what it sent (notifications and calls) and when. */
-function setup(options: { markup?: (id: string) => unknown } = {}) {
+function setup(options: { markup?: (id: string) => unknown; chatId?: number } = {}) {
   const clock = fakeClock(1_000_000);
   const store = memoryOutbox();
   const sent: Array<{ at: number; kind: string; markup?: unknown }> = [];
   const parts: SentPart[] = [];
   const queue = new DeliveryQueue({
-    chatId: CHAT,
+    chatId: options.chatId ?? CHAT,
     send: (text, _to, markup) => {
       sent.push({ at: clock.now(), kind: `notification ${text.slice(0, 24)}`, markup });
       return Promise.resolve(accepted());
@@ -58,7 +64,7 @@ function setup(options: { markup?: (id: string) => unknown } = {}) {
       sent.push({ at: clock.now(), kind: name });
       return Promise.resolve(reply());
     });
-  return { clock, queue, sent, parts, submit, call };
+  return { clock, queue, sent, parts, submit, call, store };
 }
 
 Deno.test("only a notification's first part carries the buttons, and every part is told to the ledger with its message id", async () => {
@@ -209,5 +215,88 @@ Deno.test("a later call (deleting erased messages) waits for the owner's calls a
   await clock.advance(120_000);
   await Promise.all(deletions);
   assert.ok(lastGroupEdit >= 0);
+  await queue.close();
+});
+
+/** The owner's calls asked while a backlog drains: how long each waited for its turn (ms). */
+async function ownerWaitsDuringBacklog(chatId: number, backlog: number, calls: number) {
+  const { clock, queue, sent, call, store } = setup({ chatId });
+  for (let i = 0; i < backlog; i++) store.add(submission(`backlog ${i}`));
+  queue.start();
+  const waits: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    // A press (its toast and its edit), then /status, /pending and a reply's answer, spread out.
+    await clock.advance(7_000);
+    const askedAt = clock.now();
+    const chat = i % 4 === 0 ? 0 : chatId;
+    void call(chat, `owner ${i}`).then(() => waits.push(clock.now() - askedAt));
+  }
+  await clock.advance(10_000);
+  const notifications = sent.filter((s) => s.kind.startsWith("notification")).length;
+  await queue.close();
+  return { waits, notifications };
+}
+
+Deno.test("the owner's calls never wait for a backlog to drain: a backlog of 300 in a private chat, each call made within 2 s", async () => {
+  const { waits, notifications } = await ownerWaitsDuringBacklog(CHAT, 300, 30);
+  assert.equal(waits.length, 30, "every call was made");
+  assert.ok(notifications < 300, "the backlog was still draining");
+  assert.ok(Math.max(...waits) <= 2000, `waits: ${waits}`);
+});
+
+Deno.test("the owner's calls never wait for a backlog to drain: a backlog of 300 in a group (20 a minute), each call made within 6 s", async () => {
+  const { waits, notifications } = await ownerWaitsDuringBacklog(-100_200, 300, 20);
+  assert.equal(waits.length, 20, "every call was made");
+  assert.ok(notifications < 300, "the backlog was still draining");
+  assert.ok(Math.max(...waits) <= 6000, `waits: ${waits}`);
+});
+
+Deno.test("a group's chat actions never take the notifications' share: a flood of 300 answers leaves senders their slots and their deadline", async () => {
+  const GROUP = -100_300;
+  const { clock, queue, sent, call, submit } = setup({ chatId: GROUP });
+  queue.start();
+  const answers: Promise<unknown>[] = [];
+  // 300 /status answers asked as fast as the inbox asks (each once the one before was made).
+  let stop = false;
+  const flood = (async () => {
+    for (let i = 0; i < 300 && !stop; i++) {
+      const answer = call(GROUP, `answer ${i}`);
+      answers.push(answer);
+      await answer;
+    }
+  })();
+  await clock.advance(30_000);
+  // Then senders, one every 5 s: every one delivered within its wait.
+  const outcomes: Promise<unknown>[] = [];
+  for (let i = 0; i < 8; i++) {
+    outcomes.push(submit(submission(`sender ${i}`)));
+    await clock.advance(5_000);
+  }
+  await clock.advance(WAIT_MS);
+  for (const outcome of outcomes) assert.deepEqual(await outcome, { ok: true });
+  // In any window of the group's limit, calls took at most their share.
+  const share = Math.floor(TELEGRAM_LIMITS.group.count * TELEGRAM_LIMITS.callShare);
+  const callTimes = sent.filter((s) => s.kind.startsWith("answer")).map((s) => s.at);
+  for (let i = share; i < callTimes.length; i++) {
+    assert.ok(callTimes[i]! - callTimes[i - share]! >= TELEGRAM_LIMITS.group.windowMs, `${i}`);
+  }
+  assert.ok(callTimes.length >= share, "the calls had their share");
+  stop = true;
+  await queue.close();
+  await flood;
+});
+
+Deno.test("at most CALLS_WAITING_PER_CHAT owner calls wait for one chat: one more is answered at once without being made", async () => {
+  const { clock, queue, sent, call } = setup({ chatId: -100_400 });
+  const waiting = Array.from({ length: CALLS_WAITING_PER_CHAT }, (_, i) => call(-100_400, `c${i}`));
+  const refused = await call(-100_400, "one too many");
+  assert.deepEqual(refused, { ok: false, error: CALLS_FULL });
+  // Another chat is not affected.
+  const other = call(CHAT, "other chat");
+  queue.start();
+  await clock.advance(200_000);
+  assert.ok((await other).ok);
+  assert.ok((await Promise.all(waiting)).every((r) => r.ok));
+  assert.ok(!sent.some((s) => s.kind === "one too many"));
   await queue.close();
 });

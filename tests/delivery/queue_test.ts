@@ -586,9 +586,9 @@ Deno.test("12 submissions Telegram refuses at the head of the backlog do not del
   await clock.advance(30_000);
   const good = sent.filter((s) => s.ok && /^good \d$/.test(lastLine(s.text)));
   assert.equal(good.length, 3, "all three good ones delivered");
-  // Only the pacer delays them: 12 refused tries and 12 notices go first, oldest first, a burst
-  // of 3 then one a second (not the growing back-off of an outage, which a refusal is not).
-  assert.ok(good.at(-1)!.at - start <= 25_000, `last good one after ${good.at(-1)!.at - start} ms`);
+  // Only the pacer delays them: 12 refused tries and 12 notices go first, oldest first, evenly
+  // one a second as a backlog goes (not the growing back-off of an outage, which a refusal is not).
+  assert.ok(good.at(-1)!.at - start <= 26_000, `last good one after ${good.at(-1)!.at - start} ms`);
   assert.equal(logs.filter((l) => l.event === "delivery_paused").length, 0);
   assert.deepEqual(queue.status(), { state: "ok" });
   assert.equal([...store.entries()].length, 0);
@@ -912,5 +912,32 @@ Deno.test("a submission forgotten while it waits in the paced callers' lane or t
   for (const outcome of outcomes.slice(3)) {
     assert.deepEqual(outcome.value, { ok: false, error: FORGOTTEN });
   }
+  await queue.close();
+});
+
+Deno.test("a token refused outside the queue (getMe, getUpdates) pauses delivery at once, and a call answered with the token ends the pause", async () => {
+  const { clock, logs, queue } = setup();
+  queue.start();
+  assert.deepEqual(queue.status(), { state: "ok" });
+  queue.tokenRefused("401 Unauthorized");
+  assert.deepEqual(queue.status(), { state: "paused", reason: "401 Unauthorized" });
+  const paused = logs.filter((line) => line.event === "delivery_paused");
+  assert.equal(paused.length, 1);
+  assert.match(String(paused[0]!.hint), /@BotFather/);
+  // Said once: the poller's next refusals change nothing.
+  queue.tokenRefused("401 Unauthorized");
+  assert.equal(logs.filter((line) => line.event === "delivery_paused").length, 1);
+  // A chat action's call refused for the token pauses as well; one answered ends the pause.
+  queue.tokenAccepted();
+  assert.deepEqual(queue.status(), { state: "ok" });
+  assert.ok(logs.some((line) => line.event === "delivery_resumed"));
+  const refused = queue.call(PRIVATE_CHAT, () => Promise.resolve(fail(401, "401 Unauthorized")));
+  await clock.settle();
+  assert.equal((await refused).ok, false);
+  assert.deepEqual(queue.status(), { state: "paused", reason: "401 Unauthorized" });
+  const answered = queue.call(PRIVATE_CHAT, () => Promise.resolve(OK));
+  await clock.settle();
+  assert.equal((await answered).ok, true);
+  assert.deepEqual(queue.status(), { state: "ok" });
   await queue.close();
 });

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { apiError, type FakeBotApi, startFakeBotApi } from "../support/fake_bot_api.ts";
 import { type Browser, BROWSER_DEPS, launchBrowser, type Page } from "../support/browser.ts";
-import { skipWithout } from "../support/tools.ts";
+import { skipBecause, skipWithout } from "../support/tools.ts";
+import { ERRORS } from "../../lib/http/errors.ts";
 import { type Service, startService } from "../support/service.ts";
 
 const TOKEN = "123456789:AAE_browser-test-token";
@@ -174,11 +175,11 @@ browserTest(
     assert.equal(await button.isDisabled(), false);
     assert.equal((await service.records())[1]!.messenger_error, "timeout");
 
-    // Not saved at all (a directory where the outbox should be: it cannot be written, not even
-    // by root) and not delivered: the sender is asked to try again.
-    const outbox = `${service.file}.outbox`;
-    await Deno.remove(outbox);
-    await Deno.mkdir(outbox);
+    // Not saved at all (a link put where the database is, at once: contactd never writes through
+    // one, not even as root) and not delivered: the sender is asked to try again.
+    const database = `${service.file}.db`;
+    await Deno.symlink(`${service.file}.elsewhere`, `${database}.link`);
+    await Deno.rename(`${database}.link`, database);
     try {
       fake.script.push(apiError(500, "Internal Server Error"));
       await fill(page, { message: "nowhere to keep it" });
@@ -186,7 +187,8 @@ browserTest(
       assert.equal(lost.kind, "error");
       assert.match(lost.text, /could not be sent \(error 500\)\. Please try again later\.$/);
     } finally {
-      await Deno.remove(outbox);
+      // The link gone, the database is written anew there from the service's open connection.
+      await Deno.remove(database);
     }
   },
 );
@@ -535,4 +537,307 @@ Deno.test({
         })),
       );
     }),
+});
+
+/** An example form of examples/migrating/, as docs/migrating.md shows it. */
+const MIGRATING = new URL("../../examples/migrating/", import.meta.url);
+
+/**
+ * A static site on its own origin serving `page` at `/` (an example of examples/migrating/, its
+ * placeholder addresses replaced: contactd's by `contactUrl`, the site's by its own), a thank-you
+ * and a sorry page, and `files` (path: bytes, served as JavaScript).
+ */
+function startMigratedSite(
+  contactUrl: string,
+  page: string,
+  files: Record<string, Uint8Array<ArrayBuffer>> = {},
+): Site {
+  let html = "";
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
+    const path = new URL(request.url).pathname;
+    const file = Object.hasOwn(files, path) ? files[path] : undefined;
+    if (file !== undefined) {
+      return new Response(file, { headers: { "content-type": "text/javascript" } });
+    }
+    const body = path === "/thanks.html"
+      ? "<title>Thanks</title><h1>Thanks page</h1>"
+      : path === "/sorry.html"
+      ? "<title>Sorry</title><h1>Sorry page</h1>"
+      : html;
+    return new Response(body, { headers: { "content-type": "text/html; charset=utf-8" } });
+  });
+  const url = `http://127.0.0.1:${server.addr.port}`;
+  html = page.replaceAll("https://contact.example.org", contactUrl)
+    .replaceAll("https://example.org", url);
+  return { url, close: () => server.shutdown() };
+}
+
+/** The text of examples/migrating/`name`, after `change`. */
+function migratingExample(name: string, change = (page: string) => page): string {
+  return change(Deno.readTextFileSync(new URL(name, MIGRATING)));
+}
+
+for (const body of ["FormData (multipart)", "URLSearchParams (urlencoded)"]) {
+  Deno.test({
+    name:
+      `browser: Formspree's documented fetch with ${body}, Accept: application/json and a _next reads JSON: thanks on success, contactd's words on a refusal, never a redirect`,
+    ...options,
+    fn: () =>
+      withOneSite(
+        (url) =>
+          startMigratedSite(
+            url,
+            migratingExample("formspree_fetch.html", (page) =>
+              body.startsWith("URLSearchParams")
+                ? page.replace(
+                  "body: new FormData(form)",
+                  "body: new URLSearchParams(new FormData(form))",
+                )
+                : page),
+          ),
+        {},
+        async ({ browser, service, site, fake }) => {
+          const context = await browser.newContext();
+          const page = await context.newPage();
+          await page.goto(`${site.url}/`);
+          const submit = async () => {
+            await page.locator("#my-form-button").click();
+            await page.locator("#my-form-status.done").waitFor();
+            return (await page.locator("#my-form-status").textContent()) ?? "";
+          };
+          await page.locator("input[name=email]").fill("fay@example.org");
+          await page.locator("textarea[name=message]").fill("Sent the Formspree way");
+          assert.equal(await submit(), "Thanks for your submission!");
+          // form.reset() ran: the page stayed, and nothing was sent twice.
+          assert.equal(await page.evaluate(`document.querySelector("textarea").value`), "");
+          assert.equal(new URL(await page.evaluate<string>(`location.href`)).origin, site.url);
+
+          await page.locator("textarea[name=message]").fill("   ");
+          assert.equal(await submit(), "message is required.");
+          assert.equal(fake.delivered.length, 1);
+          const [record, ...rest] = await service.records();
+          assert.equal(rest.length, 0);
+          assert.equal(record!.contact, "fay@example.org");
+          assert.equal(record!.fields, undefined); // _next and _gotcha are not fields
+          await context.close();
+        },
+      ),
+  });
+}
+
+Deno.test({
+  name:
+    "browser: a Netlify form posts as Netlify wrote it: form-name is not shown, bot-field is a honeypot, and the relative _redirect lands on the site's thank-you page",
+  ...options,
+  fn: () =>
+    withOneSite(
+      (url) => startMigratedSite(url, migratingExample("netlify.html")),
+      {},
+      async ({ browser, service, site, fake }) => {
+        const context = await browser.newContext();
+        const page = await context.newPage();
+        await page.goto(`${site.url}/`);
+        await page.locator("input[name=name]").fill("Nell");
+        await page.locator("input[name=email]").fill("nell@example.org");
+        await page.locator("textarea[name=message]").fill("Moved from Netlify");
+        await page.locator("button[type=submit]").click();
+        await page.waitForURL(`${site.url}/thanks.html`);
+        assert.equal(await page.locator("h1").textContent(), "Thanks page");
+        assert.equal(fake.delivered.length, 1);
+        assert.match(fake.delivered[0]!, /Contact \(email\): nell@example\.org/);
+        assert.doesNotMatch(fake.delivered[0]!, /form-name|bot-field/);
+        assert.equal((await service.records())[0]!.fields, undefined);
+
+        // A bot fills every field, the hidden one too: the same thank-you page, nothing sent.
+        await page.goto(`${site.url}/`);
+        await page.evaluate(
+          `document.querySelector("[name=bot-field]").value = "http://spam.example"`,
+        );
+        await page.locator("textarea[name=message]").fill("Buy now");
+        await page.locator("button[type=submit]").click();
+        await page.waitForURL(`${site.url}/thanks.html`);
+        assert.equal(fake.delivered.length, 1);
+        assert.equal((await service.records()).length, 1);
+        await context.close();
+      },
+    ),
+});
+
+Deno.test({
+  name:
+    "browser: a relative _redirect on a page of an origin ALLOWED_ORIGINS does not list is not used: the message is sent and the page tells the site's owner why",
+  ...options,
+  fn: () =>
+    withOneSite(
+      (url) => startMigratedSite(url, migratingExample("netlify.html")),
+      { ALLOWED_ORIGINS: "" },
+      async ({ browser, service, site, fake }) => {
+        const context = await browser.newContext();
+        const page = await context.newPage();
+        await page.goto(`${site.url}/`);
+        await page.locator("textarea[name=message]").fill("Any site may post here");
+        await page.locator("button[type=submit]").click();
+        await page.waitForURL(/\/api\/contact$/);
+        const text = (await page.locator("body").textContent()) ?? "";
+        assert.match(text, /^Thank you\. Your message was sent\.\s+\(For the site's owner: /);
+        assert.ok(
+          text.includes(`_redirect "/thanks.html" was not used. The form is on ${site.url}`),
+        );
+        await Deno.mkdir(OUTPUT, { recursive: true });
+        await page.screenshot({ path: `${OUTPUT}redirect-unresolved.png`, fullPage: true });
+        assert.equal(fake.delivered.length, 1);
+        assert.equal((await service.records()).length, 1);
+        await context.close();
+      },
+    ),
+});
+
+Deno.test({
+  name:
+    "browser: a Basin or Getform form moved to contactd sends its fields, lands on the site's thank-you page, and _gotcha is a honeypot",
+  ...options,
+  fn: () =>
+    withOneSite(
+      (url) => startMigratedSite(url, migratingExample("basin_getform.html")),
+      {},
+      async ({ browser, service, site, fake }) => {
+        const context = await browser.newContext({ javaScriptEnabled: false });
+        const page = await context.newPage();
+        await page.goto(`${site.url}/`);
+        await page.locator("input[name=name]").fill("Bea");
+        await page.locator("input[name=email]").fill("bea@example.org");
+        await page.locator("input[name=phone]").fill("+1 555 0100");
+        await page.locator("textarea[name=message]").fill("Moved from Basin");
+        await page.locator("button[type=submit]").click();
+        await page.waitForURL(`${site.url}/thanks.html`);
+        const [record] = await service.records();
+        assert.deepEqual(
+          [record!.name, record!.contact, record!.message, record!.fields],
+          ["Bea", "bea@example.org", "Moved from Basin", { phone: "+1 555 0100" }],
+        );
+        assert.match(fake.delivered[0]!, /· phone: \+1 555 0100/);
+        await context.close();
+
+        // A bot fills the hidden _gotcha too: the same thank-you page, nothing sent.
+        const scripted = await browser.newContext();
+        const bot = await scripted.newPage();
+        await bot.goto(`${site.url}/`);
+        await bot.evaluate(`document.querySelector("[name=_gotcha]").value = "bot"`);
+        await bot.locator("input[name=email]").fill("bot@example.org");
+        await bot.locator("textarea[name=message]").fill("spam");
+        await bot.locator("button[type=submit]").click();
+        await bot.waitForURL(`${site.url}/thanks.html`);
+        assert.equal(fake.delivered.length, 1);
+        assert.equal((await service.records()).length, 1);
+        await scripted.close();
+      },
+    ),
+});
+
+/** `@formspree/core`'s browser build, installed beside playwright-core by `.ci/run`. */
+const FORMSPREE_CORE = `${BROWSER_DEPS}/node_modules/@formspree/core/dist/index.mjs`;
+/** The version `.ci/run` pins, named in the skip line's install command. */
+const FORMSPREE_CORE_VERSION = Deno.readTextFileSync(new URL("../../.ci/run", import.meta.url))
+  .match(/^FORMSPREE_CORE_VERSION=(\S+)$/m)?.[1];
+const FORMSPREE_SKIP = SKIP || (() => {
+  try {
+    Deno.statSync(FORMSPREE_CORE);
+    return false;
+  } catch {
+    return skipBecause(
+      `@formspree/core (npm install --prefix ${BROWSER_DEPS} @formspree/core@${FORMSPREE_CORE_VERSION})`,
+    );
+  }
+})();
+
+/**
+ * A page on the site that loads the published `@formspree/core` as a module and exposes
+ * `submitTo(id, fields, asFormData)`: `submitForm` with `endpoint` set to contactd's `/api`, the
+ * result as Formspree's client reports it (JSON text).
+ */
+const FORMSPREE_CORE_PAGE = `<!doctype html><title>Formspree client</title>
+<script type="module">
+  import { createClient } from "/formspree-core.mjs";
+  const client = createClient();
+  window.submitTo = async (id, fields, asFormData) => {
+    let data = { ...fields };
+    if (asFormData) {
+      data = new FormData();
+      for (const [name, value] of Object.entries(fields)) data.append(name, value);
+    }
+    const result = await client.submitForm(id, data, {
+      endpoint: "https://contact.example.org/api",
+    });
+    return JSON.stringify(
+      result.kind === "success"
+        ? { kind: result.kind, next: result.next }
+        : { kind: result.kind, form: result.getFormErrors(), fields: result.getAllFieldErrors() },
+    );
+  };
+  document.title = "ready";
+</script>`;
+
+Deno.test({
+  name:
+    "browser: the published @formspree/core submitForm with endpoint <contactd>/api posts to /api/f/<id>: success, a field error and a refusal read as Formspree's client reads them",
+  ignore: FORMSPREE_SKIP,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: () =>
+    withOneSite(
+      (url) =>
+        startMigratedSite(url, FORMSPREE_CORE_PAGE, {
+          "/formspree-core.mjs": Deno.readFileSync(FORMSPREE_CORE),
+        }),
+      { FORMS: "sales", RATE_LIMIT: "4/1h" },
+      async ({ browser, service, site, fake }) => {
+        const context = await browser.newContext();
+        const page = await context.newPage();
+        await page.goto(`${site.url}/`);
+        await page.waitForURL(`${site.url}/`);
+        while ((await page.title()) !== "ready") await new Promise((r) => setTimeout(r, 20));
+        const submit = async (id: string, fields: Record<string, string>, formData: boolean) =>
+          JSON.parse(
+            await page.evaluate<string>(
+              `submitTo(${JSON.stringify(id)}, ${JSON.stringify(fields)}, ${formData})`,
+            ),
+          );
+
+        // Success, as JSON and as FormData (with a relative _next: resolved on the site).
+        assert.deepEqual(
+          await submit("default", { email: "gus@example.org", message: "via JSON" }, false),
+          { kind: "success", next: "" },
+        );
+        assert.deepEqual(
+          await submit("sales", { message: "via FormData", _next: "/thanks.html" }, true),
+          { kind: "success", next: `${site.url}/thanks.html` },
+        );
+        const records = await service.records();
+        assert.deepEqual(records.map((record) => [record.form, record.message]), [
+          [undefined, "via JSON"],
+          ["sales", "via FormData"],
+        ]);
+        assert.equal(records[0]!.contact, "gus@example.org");
+        assert.equal(fake.delivered.length, 2);
+
+        // A field error: in the field's list, with Formspree's code.
+        assert.deepEqual(await submit("default", { message: "" }, true), {
+          kind: "error",
+          form: [],
+          fields: [["message", [{
+            code: "REQUIRED_FIELD_EMPTY",
+            message: "message is required.",
+          }]]],
+        });
+        // A refusal (over RATE_LIMIT): a form error with contactd's sentence.
+        await submit("default", { message: "fourth" }, false);
+        assert.deepEqual(await submit("default", { message: "fifth" }, false), {
+          kind: "error",
+          form: [{ code: "UNSPECIFIED", message: ERRORS.rate_limited.message }],
+          fields: [],
+        });
+        assert.equal(fake.delivered.length, 3);
+        await context.close();
+      },
+    ),
 });

@@ -22,7 +22,8 @@ const EXEC_PATH = `"$(deno eval 'console.log(Deno.execPath())')"`;
 
 /** `deno task contactd …` as deno task runs it, with the launcher's path made absolute. */
 function contactdTask(...args: string[]): string[] {
-  const words = (TASKS.contactd as string).replaceAll(EXEC_PATH, Deno.execPath()).split(/\s+/);
+  // `contactd` hands its arguments to `launch`, the task that runs the launcher with its flags.
+  const words = (TASKS.launch as string).replaceAll(EXEC_PATH, Deno.execPath()).split(/\s+/);
   return [
     ...words.slice(1).map((word) => word === "tasks/launch.ts" ? `${ROOT}tasks/launch.ts` : word),
     ...args,

@@ -10,32 +10,39 @@ import { compileFailure, DEFAULT_ENV_FILE, OUTPUT, TARGETS } from "../../tasks/c
 import { serviceFlags } from "../../lib/config/permissions.ts";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { baseEnv, freePort, TOKEN } from "../support/service.ts";
-import { copyLib } from "../support/sources.ts";
+import { runTask, sharedCheckout, sourceCheckout, type TaskOutput } from "../support/checkout.ts";
 import { stateFiles } from "../../lib/common/state_files.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const CHAT_ID = 4242;
 
-/** Runs the real `deno task compile` with `args` and `buildEnv`. */
+/**
+ * Runs the real `deno task compile` with `args` and `buildEnv`, in a copy of the checkout's
+ * sources (`checkout`, default one per file): never the developer's `.env`.
+ */
 function runCompileTask(
   args: string[],
   buildEnv: Record<string, string> = {},
-): Promise<Deno.CommandOutput> {
-  return new Deno.Command("deno", {
-    args: ["task", "--quiet", "compile", ...args],
-    cwd: ROOT,
-    clearEnv: true,
-    env: { ...baseEnv(), ...buildEnv },
-    stdin: "null",
-  }).output();
+  checkout?: string,
+): Promise<TaskOutput> {
+  return runTask(["--quiet", "compile", ...args], {
+    env: buildEnv,
+    ...(checkout === undefined ? {} : { checkout }),
+  });
 }
 
-/** Runs the real `deno task compile --print` with `buildEnv`; returns the `deno` arguments. */
-async function compileTask(buildEnv: Record<string, string> = {}): Promise<string[]> {
-  const output = await runCompileTask(["--print"], buildEnv);
-  const text = new TextDecoder().decode(output.stdout);
-  assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
-  return JSON.parse(text.trim().split("\n").at(-1)!);
+/**
+ * Runs the real `deno task compile --print` with `buildEnv`; returns the `deno` arguments, the
+ * copy's paths (the sources a flag may name) given as this checkout's.
+ */
+async function compileTask(
+  buildEnv: Record<string, string> = {},
+  checkout?: string,
+): Promise<string[]> {
+  const output = await runCompileTask(["--print"], buildEnv, checkout);
+  assert.equal(output.code, 0, output.stderr);
+  const copy = `${checkout ?? await sharedCheckout()}/`;
+  return JSON.parse(output.stdout.trim().split("\n").at(-1)!.replaceAll(copy, ROOT));
 }
 
 /** The permission flags of a compile command line (between "compile" and "--output"). */
@@ -110,8 +117,8 @@ Deno.test("deno task compile bakes in no defaults when the build environment set
 Deno.test("deno task compile passes --target through for every supported target, into its own file", async () => {
   for (const target of TARGETS) {
     const output = await runCompileTask(["--print", "--target", target]);
-    assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
-    const args: string[] = JSON.parse(new TextDecoder().decode(output.stdout));
+    assert.equal(output.code, 0, output.stderr);
+    const args: string[] = JSON.parse(output.stdout);
     const at = args.indexOf("--target");
     assert.deepEqual(args.slice(at, at + 4), [
       "--target",
@@ -122,7 +129,7 @@ Deno.test("deno task compile passes --target through for every supported target,
   }
   const joined = await runCompileTask(["--target=aarch64-unknown-linux-gnu", "--print"]);
   assert.equal(joined.code, 0);
-  assert.ok(new TextDecoder().decode(joined.stdout).includes('"aarch64-unknown-linux-gnu"'));
+  assert.ok(joined.stdout.includes('"aarch64-unknown-linux-gnu"'));
 });
 
 Deno.test("deno task compile refuses an unknown argument or target with one line, building nothing", async () => {
@@ -133,8 +140,8 @@ Deno.test("deno task compile refuses an unknown argument or target with one line
   ) {
     const output = await runCompileTask(args);
     assert.equal(output.code, 1, args.join(" "));
-    assert.equal(output.stdout.length, 0);
-    const lines = new TextDecoder().decode(output.stderr).trim().split("\n");
+    assert.equal(output.stdout, "");
+    const lines = output.stderr.trim().split("\n");
     assert.equal(lines.length, 1, lines.join("\n"));
     assert.match(lines[0]!, /^compile: (unknown argument|--target must be one of)/);
   }
@@ -152,8 +159,8 @@ async function denoDir(): Promise<string> {
 }
 
 Deno.test("deno task compile without a reachable denort says in one line that the host is offline and how DENORT_BIN fixes it, leaving no dist/", async () => {
-  const dist = `${ROOT}dist`;
-  const hadDist = await Deno.stat(dist).then(() => true, () => false);
+  const checkout = await sourceCheckout();
+  const dist = `${checkout}/dist`;
   // A fresh DENO_DIR, so a denort cached by an earlier build cannot make the compile succeed;
   // only the npm packages are shared (the proxy below refuses their download too).
   const cache = await Deno.makeTempDir({ prefix: "contactd-deno-dir-" });
@@ -166,17 +173,16 @@ Deno.test("deno task compile without a reachable denort says in one line that th
       DENO_DIR: cache,
       HTTPS_PROXY: `http://127.0.0.1:${closed}`,
       https_proxy: `http://127.0.0.1:${closed}`,
-    });
-    const stderr = new TextDecoder().decode(output.stderr);
+    }, checkout);
+    const stderr = output.stderr;
     assert.equal(output.code, 1, stderr);
     const lines = stderr.trim().split("\n");
     assert.match(lines.at(-1)!, /^compile: this host is offline .*DENORT_BIN=\/path\/to\/denort/);
     assert.doesNotMatch(stderr, /Caused by|Stack backtrace|dl\.deno\.land/);
-    assert.equal(await Deno.stat(dist).then(() => true, () => false), hadDist);
+    assert.equal(await Deno.stat(dist).then(() => true, () => false), false);
   } finally {
     await Deno.remove(cache, { recursive: true });
-    // Whatever failed above, a dist/ this test made does not stay in the checkout.
-    if (!hadDist) await Deno.remove(dist, { recursive: true }).catch(() => {});
+    await Deno.remove(checkout, { recursive: true });
   }
 });
 
@@ -204,11 +210,11 @@ Deno.test("the systemd unit lets the service bind the default PORT only, and a b
   const other = await runCompileTask(["--print"], { PORT: "9000" });
   assert.equal(other.code, 0);
   assert.match(
-    new TextDecoder().decode(other.stderr),
+    other.stderr,
     /set SocketBindAllow=tcp:9000 in systemd\/contactd\.service/,
   );
   const same = await runCompileTask(["--print"]);
-  assert.doesNotMatch(new TextDecoder().decode(same.stderr), /SocketBindAllow/);
+  assert.doesNotMatch(same.stderr, /SocketBindAllow/);
 });
 
 Deno.test("deno task compile refuses a malformed build setting with one line", async () => {
@@ -219,15 +225,10 @@ Deno.test("deno task compile refuses a malformed build setting with one line", a
       ["MESSENGER_API_URL", "http://a%2cb/"],
     ]
   ) {
-    const output = await new Deno.Command("deno", {
-      args: ["task", "--quiet", "compile", "--print"],
-      cwd: ROOT,
-      clearEnv: true,
-      env: { ...baseEnv(), [name!]: value! },
-    }).output();
+    const output = await runCompileTask(["--print"], { [name!]: value! });
     assert.equal(output.code, 1);
-    assert.equal(output.stdout.length, 0);
-    assert.match(new TextDecoder().decode(output.stderr), new RegExp(`^compile: "${name}"`, "m"));
+    assert.equal(output.stdout, "");
+    assert.match(output.stderr, new RegExp(`^compile: "${name}"`, "m"));
   }
 });
 
@@ -321,7 +322,7 @@ Deno.test("a binary built with PORT and MESSENGER_API_URL serves with them, its 
       "write /tmp": "NotCapable",
       "write the env file": "NotCapable",
       "read /etc/passwd": "NotCapable",
-      // Its own directory (the StateDirectory) is granted read, to sync it after a compaction.
+      // Its own directory (the StateDirectory) is granted read, to sync it after a rewrite.
       "read the directory": "ok",
       "read env HOME": "NotCapable",
       "read whole env": "NotCapable",
@@ -337,10 +338,10 @@ Deno.test("a binary built with PORT and MESSENGER_API_URL serves with them, its 
       Array.from(Deno.readDirSync(state), (entry) => entry.name).sort(),
       [
         "messages.jsonl",
-        "messages.jsonl.blocked",
-        "messages.jsonl.chat",
+        "messages.jsonl.db",
+        "messages.jsonl.db-shm",
+        "messages.jsonl.db-wal",
         "messages.jsonl.lock",
-        "messages.jsonl.outbox",
       ],
     );
   } finally {
@@ -378,29 +379,18 @@ Deno.test("a binary refuses at start-up a PORT outside its baked-in permissions,
 
 Deno.test("deno task compile reads .env as deno task start does (the environment wins) and prints what it baked in", async () => {
   // A checkout of its own: the real one's .env is the developer's.
-  const dir = await Deno.makeTempDir({ prefix: "contactd-compile-" });
+  const dir = await sourceCheckout();
   try {
-    await Deno.mkdir(`${dir}/tasks`);
-    for (const file of ["deno.json", "deno.lock", "tasks/compile.ts", "tasks/launch.ts"]) {
-      await Deno.copyFile(`${ROOT}${file}`, `${dir}/${file}`);
-    }
-    await copyLib(dir);
     await Deno.writeTextFile(
       `${dir}/.env`,
       "\uFEFFPORT=9123\nMESSAGES_FILE=/srv/contactd/m.jsonl\nHOST=127.0.0.2\nMESSENGER_PROT=1\n" +
         "MESSENGER_BOT_TOKEN=123456789:AAE_secret-token-value\n",
       { mode: 0o600 },
     );
-    const output = await new Deno.Command("deno", {
-      args: ["task", "--quiet", "compile", "--print"],
-      cwd: dir,
-      clearEnv: true,
-      env: { ...baseEnv(), HOST: "127.0.0.3" },
-      stdin: "null",
-    }).output();
-    const stderr = new TextDecoder().decode(output.stderr);
+    const output = await runCompileTask(["--print"], { HOST: "127.0.0.3" }, dir);
+    const stderr = output.stderr;
     assert.equal(output.code, 0, stderr);
-    const args: string[] = JSON.parse(new TextDecoder().decode(output.stdout).trim());
+    const args: string[] = JSON.parse(output.stdout.trim());
     assert.deepEqual(bakedArgs(args), [
       "--built-default",
       "HOST=127.0.0.3",
@@ -418,5 +408,56 @@ Deno.test("deno task compile reads .env as deno task start does (the environment
     assert.ok(!stderr.includes("AAE_secret") && !args.join(" ").includes("AAE_secret"));
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task compile grants the mail server of SMTP_URL (environment or .env) and never bakes in the URL", async () => {
+  const url = "smtp://relay:pa55-word@mail.example.org:2587";
+  const checkout = await sourceCheckout();
+  try {
+    for (
+      const [env, dotEnv] of [[{ SMTP_URL: url }, ""], [{}, `SMTP_URL=${url}\n`]] as const
+    ) {
+      await Deno.writeTextFile(`${checkout}/.env`, dotEnv, { mode: 0o600 });
+      const output = await runCompileTask(["--print"], env, checkout);
+      assert.equal(output.code, 0, output.stderr);
+      const args: string[] = JSON.parse(output.stdout.trim());
+      assert.ok(
+        bakedFlags(args).includes(
+          "--allow-net=127.0.0.1:8787,api.telegram.org:443,mail.example.org:2587",
+        ),
+        args.join(" "),
+      );
+      assert.deepEqual(bakedArgs(args), []);
+      assert.ok(!(output.stdout + output.stderr).includes("pa55-word"));
+      assert.ok(!(output.stdout + output.stderr).includes("relay:"));
+    }
+  } finally {
+    await Deno.remove(checkout, { recursive: true });
+  }
+});
+
+Deno.test("the compile tests never read the developer's .env: a hostile .env in the checkout they copy changes nothing", async () => {
+  const hostile = await sourceCheckout();
+  try {
+    await Deno.writeTextFile(
+      `${hostile}/.env`,
+      "PORT=1\nHOST=0.0.0.0\nCHALLENGE=turnstile\nTURNSTILE_VERIFY_URL=https://evil.example\n" +
+        "MESSENGER_API_URL=https://evil.example\nMESSAGES_FILE=/evil/m.jsonl\n" +
+        "SMTP_URL=smtp://evil.example\nCONTACTD_ENV_FILE=/evil/env\n",
+      { mode: 0o600 },
+    );
+    // The harness copies the sources of the checkout it is pointed at, never its .env.
+    const copied = await sourceCheckout(hostile);
+    try {
+      assert.deepEqual(await compileTask({}, copied), await compileTask());
+      assert.deepEqual(bakedArgs(await compileTask({}, copied)), []);
+    } finally {
+      await Deno.remove(copied, { recursive: true });
+    }
+    // The same .env read where it lies changes everything: the test above can fail.
+    assert.notDeepEqual(await compileTask({}, hostile), await compileTask());
+  } finally {
+    await Deno.remove(hostile, { recursive: true });
   }
 });

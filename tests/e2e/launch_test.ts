@@ -12,12 +12,14 @@ import {
   startService,
   TOKEN,
 } from "../support/service.ts";
+import { runTask, sourceCheckout } from "../support/checkout.ts";
 import { copyLib } from "../support/sources.ts";
 import { requireTool, skipWithout } from "../support/tools.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const TASKS = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
-const TASK: string = TASKS.contactd;
+/** The task that runs the launcher with its flags (`contactd` and `start` hand over to it). */
+const TASK: string = TASKS.launch;
 /** How the tasks name the Deno that runs them (deno task runs its own `deno`). */
 const EXEC_PATH = `"$(deno eval 'console.log(Deno.execPath())')"`;
 
@@ -35,7 +37,9 @@ function taskArgs(...args: string[]): string[] {
 }
 
 Deno.test("deno task contactd reads exactly the settings main.ts reads, and runs only the Deno that runs it", () => {
-  assert.equal(TASKS.start, "deno task contactd serve");
+  // The everyday tasks hand over to the one that holds the flags, quietly.
+  assert.equal(TASKS.contactd, "deno task --quiet launch");
+  assert.equal(TASKS.start, "deno task --quiet launch serve");
   const words = TASK.replaceAll(EXEC_PATH, "EXEC_PATH").split(/\s+/);
   assert.ok(words.includes(`--allow-env=${ENV_NAMES}`));
   assert.ok(words.includes("--allow-read=.env"));
@@ -111,6 +115,97 @@ Deno.test("deno task start reads a form's settings from the environment for FORM
   assert.equal(lines.length, 1, lines.join("\n"));
   assert.equal(JSON.parse(lines[0]!).setting, "FORM_SALES_EU_TOPIC_ID");
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("deno task contactd and deno task start print one short Task line, not the permission list", async () => {
+  const checkout = await sourceCheckout();
+  try {
+    for (const task of [["contactd", "--version"], ["start", "--version"]]) {
+      const output = await runTask(task, { checkout });
+      assert.equal(output.code, 0, output.stderr);
+      assert.match(output.stdout, /^contactd \d+\.\d+\.\d+/);
+      const lines = output.stderr.trim().split("\n");
+      assert.equal(lines.length, 1, output.stderr);
+      assert.match(lines[0]!, /^Task (contactd|start) deno task --quiet launch/);
+      assert.ok(lines[0]!.length <= 80, lines[0]);
+      assert.doesNotMatch(output.stderr, /--allow-/);
+    }
+  } finally {
+    await Deno.remove(checkout, { recursive: true });
+  }
+});
+
+Deno.test("every command that reads standard input reads it through deno task contactd: unblock -, forget --contact -", async () => {
+  const checkout = await sourceCheckout();
+  try {
+    await Deno.writeTextFile(`${checkout}/.env`, "MESSAGES_FILE=data/messages.jsonl\n", {
+      mode: 0o600,
+    });
+    await Deno.mkdir(`${checkout}/data`);
+    // The launcher holding the child's standard input open made these wait forever. An empty
+    // line is refused only once standard input has been read to its end.
+    for (const command of [["unblock", "-"], ["forget", "--dry-run", "--contact", "-"]]) {
+      const empty = await runTask(["contactd", ...command], {
+        checkout,
+        stdin: "\n",
+        timeoutMs: 30_000,
+      });
+      assert.equal(empty.code, 2, `${command.join(" ")}: ${empty.stderr}`);
+      assert.match(empty.stderr, /^contactd.*(standard input|--contact takes)/m);
+      // A value is taken: whatever the files say, the command ends by itself.
+      const value = await runTask(["contactd", ...command], {
+        checkout,
+        stdin: "spam@example.org\n",
+        timeoutMs: 30_000,
+      });
+      assert.notEqual(value.code, 137, `${command.join(" ")} waited for standard input`);
+      assert.doesNotMatch(value.stderr, /standard input/);
+    }
+  } finally {
+    await Deno.remove(checkout, { recursive: true });
+  }
+});
+
+Deno.test("deno task contactd check and start warn about a .env FORM_ line no form reads (FORM_SITEB_CHAT_ID for site-b)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-launch-" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/.env`,
+      "FORMS=site-b\nFORM_SITEB_CHAT_ID=-100222\n",
+      { mode: 0o600 },
+    );
+    const check = await new Deno.Command(Deno.execPath(), {
+      args: taskArgs("check"),
+      cwd: dir,
+      clearEnv: true,
+      env: baseEnv(),
+    }).output();
+    const text = new TextDecoder().decode(check.stderr);
+    assert.match(
+      text,
+      /^contactd check: \.env line 2: FORM_SITEB_CHAT_ID is not a contactd setting \(did you mean FORM_SITE_B_CHAT_ID\?\); skipped$/m,
+    );
+    assert.ok(!text.includes("-100222"), text);
+    // At start, as a JSON log line (PORT=abc then stops it before anything listens).
+    const serve = await new Deno.Command(Deno.execPath(), {
+      args: taskArgs("serve"),
+      cwd: dir,
+      clearEnv: true,
+      env: { ...baseEnv(), PORT: "abc" },
+    }).output();
+    const lines = new TextDecoder().decode(serve.stderr).trim().split("\n").map((line) =>
+      JSON.parse(line)
+    );
+    assert.ok(
+      lines.some((line) =>
+        line.event === "env_file_line_skipped" && line.name === "FORM_SITEB_CHAT_ID" &&
+        line.closest === "FORM_SITE_B_CHAT_ID"
+      ),
+      JSON.stringify(lines),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 /** Polls `url` until it answers (true) or `tries` × 100 ms pass (false). */

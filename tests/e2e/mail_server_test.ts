@@ -11,9 +11,8 @@ import { openReplyStore } from "../../lib/mail/reply_store.ts";
 import { MailSendError } from "../../lib/mail/send_error.ts";
 import { mailNetAddresses } from "../../lib/config/permissions.ts";
 import { smtpTransport } from "../../lib/mail/smtp_transport.ts";
-import { denoFs } from "../../lib/storage/file_system.ts";
 import type { LogFields } from "../../lib/log/logger.ts";
-import { repliesPath } from "../../lib/common/state_files.ts";
+import { databasePath, openLocalStore } from "../../lib/storage/store.ts";
 import {
   MAIL_SERVER_PASSWORD,
   MAIL_SERVER_USER,
@@ -22,6 +21,11 @@ import {
   startMailServer,
 } from "../support/mail_server.ts";
 import { smtpServer } from "../support/smtp_server.ts";
+import { runCli } from "../../lib/cli/cli.ts";
+import type { Settings } from "../../lib/config/settings.ts";
+import { startFakeBotApi } from "../support/fake_bot_api.ts";
+import { CHAT_ID, TOKEN } from "../support/service.ts";
+import { fakeCliIo } from "../cli/_cli_io.ts";
 
 const ignore = skipWithoutMailServer();
 const ignoreTls = ignore || skipWithoutOpenssl();
@@ -213,12 +217,8 @@ Deno.test({
     });
     const logs: LogFields[] = [];
     const log = (_: unknown, fields: LogFields) => logs.push(fields);
-    const store = await openReplyStore({
-      fs: denoFs,
-      path: repliesPath(`${dir}/messages.jsonl`),
-      log,
-      now: () => new Date(),
-    });
+    const database = openLocalStore(databasePath(`${dir}/messages.jsonl`), { create: true });
+    const store = await openReplyStore(database, { now: () => new Date() });
     const outcomes: ReplyOutcome[] = [];
     let sent = () => {};
     const delivered = new Promise<void>((resolve) => (sent = resolve));
@@ -278,6 +278,7 @@ Deno.test({
     } finally {
       transport.close();
       await store.close();
+      await database.close();
       await server.dispose();
       await Deno.remove(dir, { recursive: true });
     }
@@ -291,7 +292,7 @@ Deno.test({
   async fn() {
     const server = await startMailServer();
     const dir = await Deno.makeTempDir({ prefix: "contactd-replies-" });
-    const path = repliesPath(`${dir}/messages.jsonl`);
+    const path = databasePath(`${dir}/messages.jsonl`);
     const transport = smtpTransport({
       server: smtpServer(`smtp://${server.host}:${server.port}`),
       name: "contactd.test",
@@ -328,7 +329,8 @@ Deno.test({
     child.kill("SIGKILL");
     await child.status;
     await reader.cancel();
-    const store = await openReplyStore({ fs: denoFs, path, log: () => {}, now: () => new Date() });
+    const database = openLocalStore(path, { create: false });
+    const store = await openReplyStore(database, { now: () => new Date() });
     const outcomes: ReplyOutcome[] = [];
     try {
       assert.equal(said.trim(), "accepted");
@@ -362,6 +364,7 @@ Deno.test({
     } finally {
       transport.close();
       await store.close();
+      await database.close();
       await server.dispose();
       await Deno.remove(dir, { recursive: true });
     }
@@ -447,6 +450,64 @@ Deno.test({
       ]);
       assert.equal((await server.waitForMessages(1)).length, 1);
     } finally {
+      await server.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "contactd check tries the mail server of SMTP_URL (connect, EHLO, login) and names a refused login, never the password",
+  ignore,
+  async fn() {
+    const server = await startMailServer();
+    const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+    const wrong = "hunter2-smtp-secret";
+    const check = async (password: string) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const settings: Settings = {
+        MESSENGER_BOT_TOKEN: TOKEN,
+        MESSENGER_CHAT_ID: String(CHAT_ID),
+        MESSENGER_API_URL: fake.url,
+        MESSAGES_FILE: "/nonexistent-contactd-check/messages.jsonl",
+        SMTP_URL: `smtp://${MAIL_SERVER_USER}:${password}@${server.host}:${server.port}`,
+        REPLY_FROM: "site@example.org",
+      };
+      const code = await runCli(["check"], {
+        ...fakeCliIo({ env: (name) => settings[name], fetch, smtpTransport }).io,
+        out: (line) => out.push(line),
+        err: (line) => err.push(line),
+      });
+      return { code, out, err };
+    };
+    try {
+      const right = await check(MAIL_SERVER_PASSWORD);
+      assert.equal(right.code, 0, right.err.join("\n"));
+      assert.ok(
+        right.out.includes(
+          `mail: 127.0.0.1:${server.port} answers (STARTTLS where offered, loopback, login accepted)`,
+        ),
+        right.out.join("\n"),
+      );
+      assert.equal(right.out.at(-1), "ok: ready to deliver");
+      const refused = await check(wrong);
+      assert.equal(refused.code, 1);
+      assert.match(
+        refused.err.at(-1)!,
+        /^contactd check: mail server 127\.0\.0\.1:\d+: mail server refused the login \(535\)/,
+      );
+      assert.ok(!refused.out.includes("ok: ready to deliver"));
+      assert.ok(![...refused.out, ...refused.err].join("\n").includes(wrong));
+      // Nothing was sent by either.
+      assert.deepEqual(await server.messages(), []);
+      // Down: said so, with the address.
+      await server.stop();
+      const down = await check(MAIL_SERVER_PASSWORD);
+      assert.equal(down.code, 1);
+      assert.match(down.err.at(-1)!, /^contactd check: mail server 127\.0\.0\.1:\d+: /);
+    } finally {
+      await fake.close();
       await server.dispose();
     }
   },

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { ERRORS } from "../../lib/http/errors.ts";
+import { solvedAltcha } from "../support/altcha.ts";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { type RawResponse, request } from "../support/raw_http.ts";
 import { CHAT_ID, freePort, type Service, startService, TOKEN } from "../support/service.ts";
@@ -215,10 +216,12 @@ Deno.test({
         // 2 counted POSTs + 6 refused bodies: had the service seen them, this would be a 429.
         assert.equal((await post(port, "127.0.0.2", { message: "small" })).status, 200);
 
-        // Nothing but the two locations reaches the service.
-        const other = await request(port, "127.0.0.2", "GET", "/api/contact/../health/x");
-        assert.equal(other.status, 404);
-        assert.ok(!other.body.startsWith("{"), other.body);
+        // Nothing outside /api/ reaches the service: dot segments are resolved first.
+        for (const path of ["/api/../health", "/api/contact/../../x", "/apix/contact"]) {
+          const other = await request(port, "127.0.0.2", "GET", path);
+          assert.equal(other.status, 404, path);
+          assert.ok(!other.body.startsWith("{"), `${path}: ${other.body}`);
+        }
       } finally {
         await nginx.stop();
       }
@@ -300,15 +303,14 @@ Deno.test("direct exposure with TRUSTED_PROXIES=none: forged headers are never r
   }
 });
 
-Deno.test("examples/nginx.conf proxies exactly the two API paths with the client's address, scheme and limits", async () => {
+Deno.test("examples/nginx.conf proxies /api/ in one prefix block with the client's address, scheme and limits", async () => {
   const config = await Deno.readTextFile(EXAMPLE);
   const directives = config.split("\n").map((line) => line.replace(/#.*/, "").trim()).filter(
     Boolean,
   );
   const locations = directives.filter((line) => line.startsWith("location "));
   assert.deepEqual(locations, [
-    "location = /api/contact {",
-    "location = /api/health {",
+    "location ^~ /api/ {",
     "location @contactd_too_large {",
   ]);
   for (
@@ -322,10 +324,79 @@ Deno.test("examples/nginx.conf proxies exactly the two API paths with the client
       "client_body_timeout 10s;",
     ]
   ) assert.ok(directives.includes(line), `missing ${line}`);
-  // Connections per client are capped on both locations.
+  // Connections per client are capped on every route.
   assert.ok(directives.includes("limit_conn_zone $binary_remote_addr zone=contactd_conn:1m;"));
-  assert.equal(directives.filter((line) => line === "limit_conn contactd_conn 10;").length, 2);
+  assert.equal(directives.filter((line) => line === "limit_conn contactd_conn 10;").length, 1);
   // X-Real-IP is set by nginx, never passed through from the client.
   assert.ok(!directives.some((line) => /X-Real-IP \$http_/i.test(line)));
-  assert.equal(directives.filter((line) => line === "proxy_pass http://contactd;").length, 2);
+  assert.equal(directives.filter((line) => line === "proxy_pass http://contactd;").length, 1);
+});
+
+Deno.test({
+  name:
+    "examples/nginx.conf reaches every route contactd serves: /api/contact, /api/contact/<id>, /api/f/<id> and its preflight, /api/challenge, /api/health; other /api/ paths get contactd's 404",
+  ignore: skipWithout("nginx"),
+  fn: async () => {
+    const site = "https://site.example";
+    await withConfiguredService({
+      TRUSTED_PROXIES: "127.0.0.1",
+      FORMS: "support",
+      ALLOWED_ORIGINS: site,
+      CHALLENGE: "altcha",
+      CHALLENGE_SECRET: "bmdpbngtdGVzdC1hbHRjaGEtc2VjcmV0LWtleS0wMTIzNDU2Nzg5",
+    }, async (service, fake) => {
+      const port = freePort();
+      const nginx = await startNginx(await exampleFor(port, portOf(service)));
+      try {
+        assert.equal((await healthVia(port)).status, 200);
+        const paths = ["/api/contact", "/api/contact/support", "/api/f/default", "/api/f/support"];
+        for (const [i, path] of paths.entries()) {
+          const challenge = await request(port, "127.0.0.2", "GET", "/api/challenge");
+          assert.equal(challenge.status, 200, challenge.body);
+          assert.equal(challenge.headers.get("cache-control"), "no-store");
+          const altcha = await solvedAltcha(JSON.parse(challenge.body));
+          const sent = await request(port, "127.0.0.2", "POST", path, {
+            "Content-Type": "application/json",
+            Accept: "application/json",
+          }, JSON.stringify({ message: `via ${path}`, altcha }));
+          assert.equal(sent.status, 200, `${path}: ${sent.body}`);
+          assert.equal(JSON.parse(sent.body).ok, true);
+          assert.equal(fake.delivered.length, i + 1);
+        }
+        const records = await service.records();
+        assert.deepEqual(records.map((record) => record.form), [
+          undefined,
+          "support",
+          undefined,
+          "support",
+        ]);
+        // Formspree's shape on its path, through nginx.
+        const refused = await request(port, "127.0.0.2", "POST", "/api/f/support", {
+          "Content-Type": "application/json",
+        }, JSON.stringify({ message: "no proof" }));
+        assert.equal(refused.status, 403);
+        assert.equal(JSON.parse(refused.body).errors[0].code, "challenge_required");
+        const preflight = await request(port, "127.0.0.2", "OPTIONS", "/api/f/default", {
+          Origin: site,
+          "Access-Control-Request-Method": "POST",
+          "Access-Control-Request-Headers": "content-type,formspree-client",
+        });
+        assert.equal(preflight.status, 204);
+        assert.equal(preflight.headers.get("access-control-allow-origin"), site);
+        // A 20 KiB body to any form path: nginx's 413, the service's JSON.
+        const big = await request(port, "127.0.0.2", "POST", "/api/f/default", {
+          "Content-Type": "application/json",
+        }, JSON.stringify({ message: "x".repeat(20 * 1024) }));
+        assert.equal(big.status, 413);
+        assert.equal(JSON.parse(big.body).error, "payload_too_large");
+        // A path under /api/ that contactd does not serve (yet) is contactd's own 404.
+        const unknown = await request(port, "127.0.0.2", "GET", "/api/case/abc");
+        assert.equal(unknown.status, 404);
+        assert.equal(JSON.parse(unknown.body).error, "not_found");
+      } finally {
+        await nginx.stop();
+      }
+      assert.ok(!service.logs().some((log) => log.level === "error"), service.stderr.join("\n"));
+    });
+  },
 });

@@ -3,7 +3,7 @@
  * still starts, health that tells the truth about delivery, a taken port, RATE_LIMIT.
  */
 import assert from "node:assert/strict";
-import { startFakeBotApi } from "../support/fake_bot_api.ts";
+import { apiError, startFakeBotApi } from "../support/fake_bot_api.ts";
 import {
   baseEnv,
   CHAT_ID,
@@ -57,6 +57,55 @@ Deno.test("e2e: a refused token still starts and stores; one bot_token_refused l
     await service.stop();
     await fake.close();
     await Deno.remove(service.dir, { recursive: true });
+  }
+});
+
+Deno.test("e2e: a refused token shows in health at once, before any submission: at start (getMe) and from the chat's getUpdates", async () => {
+  // At start: the one getMe is refused.
+  const fake = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID });
+  const service = await startService({
+    MESSENGER_BOT_TOKEN: "123456789:AAE_revoked-token-value",
+    MESSENGER_CHAT_ID: String(CHAT_ID),
+    MESSENGER_API_URL: fake.url,
+    CHAT_ACTIONS: "0",
+  });
+  try {
+    const health = await fetch(`${service.url}/api/health`);
+    assert.equal(health.status, 503);
+    assert.deepEqual(await health.json(), {
+      ok: false,
+      configured: true,
+      delivery: "paused",
+      pending: 0,
+    });
+    const paused = service.logs().filter((line) => line.event === "delivery_paused");
+    assert.equal(paused.length, 1, JSON.stringify(service.logs()));
+    assert.match(String(paused[0]!.hint), /@BotFather/);
+  } finally {
+    await service.stop();
+    await fake.close();
+    await Deno.remove(service.dir, { recursive: true });
+  }
+  // Running: getMe answered, then the token revoked; the chat's long poll sees it first.
+  const polled = startFakeBotApi({ token: TOKEN, chatId: CHAT_ID, scriptGetUpdates: true });
+  for (let i = 0; i < 10; i++) polled.script.push(apiError(401, "Unauthorized"));
+  const running = await startService({
+    MESSENGER_BOT_TOKEN: TOKEN,
+    MESSENGER_CHAT_ID: String(CHAT_ID),
+    MESSENGER_API_URL: polled.url,
+  });
+  try {
+    let body: Record<string, unknown> = {};
+    for (let i = 0; i < 50 && body.delivery !== "paused"; i++) {
+      body = await (await fetch(`${running.url}/api/health`)).json();
+      if (body.delivery !== "paused") await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.deepEqual(body, { ok: false, configured: true, delivery: "paused", pending: 0 });
+    assert.equal(polled.calls.filter((call) => call.method === "sendMessage").length, 0);
+  } finally {
+    await running.stop();
+    await polled.close();
+    await Deno.remove(running.dir, { recursive: true });
   }
 });
 

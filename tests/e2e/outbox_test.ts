@@ -1,10 +1,10 @@
 /**
- * End to end: the outbox's files under the real service and its own permission flags. One
- * service per `MESSAGES_FILE` (a second is refused before it reads or writes anything), a
- * compaction whose rename is made durable by syncing the directory, and `contactd pending`
- * naming damaged lines.
+ * End to end: the state's files under the real service and its own permission flags. One
+ * service per `MESSAGES_FILE` (a second is refused before it reads or writes anything), and the
+ * database made 0600 beside the backup file, never through a link.
  */
 import assert from "node:assert/strict";
+import { openLocalStore } from "../../lib/storage/store.ts";
 import { freePort, serviceCommand, startService, withService } from "../support/service.ts";
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
@@ -23,13 +23,15 @@ Deno.test("e2e: a second serve on the same MESSAGES_FILE is refused with one lin
     const response = await first.post({ message: "to the first one" }, "10.60.0.1");
     assert.equal(response.status, 200);
     await response.body?.cancel();
-    // Its outbox is settled once the answer is noted (written just after the answer).
+    // Its outbox is settled once the answer is noted (just after the answer): its row goes.
     const deadline = Date.now() + 10_000;
-    while (!(await Deno.readTextFile(`${first.file}.outbox`)).includes('"op":"recorded"')) {
+    const store = openLocalStore(`${first.file}.db`, { create: false });
+    while ((await store.run("outbox.window", { afterSeq: 0, limit: 1 })).length > 0) {
       assert.ok(Date.now() < deadline, "the first service noted its answer");
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const files = [first.file, `${first.file}.outbox`, `${first.file}.lock`];
+    await store.close();
+    const files = [first.file, `${first.file}.db`, `${first.file}.lock`];
     const before = await snapshot(files);
     // A stray second start (another unit, a `deno task contactd` left running), with the same
     // derived flags, on the same files.
@@ -69,73 +71,38 @@ Deno.test("e2e: a second serve on the same MESSAGES_FILE is refused with one lin
   });
 });
 
-Deno.test("e2e: a compaction under the service's own permission flags syncs the directory, so its rename is durable", async () => {
+Deno.test("e2e: under the service's own permission flags the database is made 0600 beside the backup file and its worker runs; a link there is refused", async () => {
   const dir = await Deno.makeTempDir({ prefix: "contactd-data-" });
   const file = `${dir}/messages.jsonl`;
   try {
-    // 1.5 MiB of delivered submissions and one pending: start-up compacts.
-    let text = "";
-    for (let i = 0; i < 1500; i++) {
-      const id = `dead${String(i).padStart(6, "0")}`;
-      text += JSON.stringify({
-        op: "add",
-        id,
-        ts: "2026-11-22T14:03:09Z",
-        name: "Ann",
-        contact: "@ann",
-        message: "m".repeat(900),
-        ip: "203.0.113.7",
-      }) + "\n" + JSON.stringify({ op: "recorded", id, status: 200 }) + "\n" +
-        JSON.stringify({ op: "done", id, ts: "2026-11-22T14:03:10Z", result: "delivered" }) + "\n";
-    }
-    await Deno.writeTextFile(`${file}.outbox`, text, { mode: 0o600 });
-    // Unconfigured: nothing is delivered, only stored.
+    // Unconfigured: nothing is delivered, only stored (in the database, by its worker).
     const service = await startService({ MESSAGES_FILE: file });
     try {
-      assert.ok((await Deno.stat(`${file}.outbox`)).size < 1000, "compacted at start");
-      const events = service.logs().map((line) => line.event);
-      assert.ok(!events.includes("outbox_directory_sync_failed"), JSON.stringify(service.logs()));
-      assert.ok(!events.includes("outbox_compaction_failed"), JSON.stringify(service.logs()));
+      const response = await service.post({ message: "kept" }, "10.60.0.3");
+      assert.equal(response.status, 503);
+      await response.body?.cancel();
+      assert.equal((await Deno.stat(`${file}.db`)).mode! & 0o777, 0o600);
       assert.equal(await service.stop(), 0);
     } finally {
       await service.stop();
       await Deno.remove(service.dir, { recursive: true });
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("e2e: contactd pending names the damaged lines of the outbox and those kept aside", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "contactd-data-" });
-  const file = `${dir}/messages.jsonl`;
-  try {
-    const add = JSON.stringify({
-      op: "add",
-      id: "pend0001",
-      ts: "2026-11-22T14:03:09Z",
-      name: "Ann",
-      contact: "@ann",
-      message: "hello",
-      ip: "203.0.113.7",
-    });
-    await Deno.writeTextFile(`${file}.outbox`, `${add}\n{torn\n`, { mode: 0o600 });
-    await Deno.writeTextFile(`${file}.outbox.damaged`, "{earlier\n", { mode: 0o600 });
-    const { args, env } = serviceCommand({ MESSAGES_FILE: file });
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [...args, "pending"],
-      clearEnv: true,
-      env,
-      cwd: dir,
-      stdin: "null",
-    }).output();
-    const stdout = decode(output.stdout);
-    assert.equal(output.code, 0, decode(output.stderr));
-    assert.match(stdout, /pend0001/);
-    assert.match(
-      stdout,
-      /damaged: 1 line\(s\) of .*messages\.jsonl\.outbox skipped, 1 kept aside in .*messages\.jsonl\.outbox\.damaged/,
+    const store = openLocalStore(`${file}.db`, { create: false });
+    assert.equal(await store.run("outbox.waiting", undefined), 1);
+    await store.close();
+    // A link where the database is: refused at start, its target untouched.
+    await Deno.rename(`${file}.db`, `${dir}/elsewhere.db`);
+    await Deno.symlink(`${dir}/elsewhere.db`, `${file}.db`);
+    const refused = await startService({ MESSAGES_FILE: file }).then(
+      (started) => ({ started }),
+      (error: Error) => ({ error }),
     );
+    if ("started" in refused) {
+      await refused.started.stop();
+      await Deno.remove(refused.started.dir, { recursive: true });
+      assert.fail("the service started on a linked database");
+    }
+    assert.match(String(refused.error), /database_open_failed|symbolic link/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -4,6 +4,7 @@
  * and its sums step, run here, writes a SHA256SUMS that `sha256sum -c` accepts.
  */
 import assert from "node:assert/strict";
+import { runTask } from "../support/checkout.ts";
 import { findTool, skipBecause, underCi } from "../support/tools.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -53,14 +54,10 @@ function steps(doc: Record<string, unknown>): Step[] {
 
 /** The compile task's output file for `target`, from its own `--print`. */
 async function outputOf(target: string): Promise<string> {
-  const result = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "compile", "--target", target, "--print"],
-    cwd: ROOT,
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-  }).output();
-  assert.ok(result.success, new TextDecoder().decode(result.stderr));
-  const args: string[] = JSON.parse(new TextDecoder().decode(result.stdout));
+  // In a copy of the sources: never the developer's .env.
+  const result = await runTask(["--quiet", "compile", "--target", target, "--print"]);
+  assert.equal(result.code, 0, result.stderr);
+  const args: string[] = JSON.parse(result.stdout);
   return args[args.indexOf("--output") + 1]!;
 }
 

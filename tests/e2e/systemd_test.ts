@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { startFakeBotApi } from "../support/fake_bot_api.ts";
 import { isRoot } from "../support/service.ts";
+import { runTask, sharedCheckout } from "../support/checkout.ts";
 import { copyLib } from "../support/sources.ts";
-import { type BootedSystemd, bootSystemd, runArgs, SYSTEMD } from "../support/systemd.ts";
+import { type BootedSystemd, bootSystemd, mainPid, runArgs, SYSTEMD } from "../support/systemd.ts";
 import { findTool, requireTool, skipBecause, skipWithout } from "../support/tools.ts";
 
 const UNIT = new URL("../../systemd/contactd.service", import.meta.url).pathname;
@@ -22,6 +23,16 @@ async function analyze(...args: string[]) {
   const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
   return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
 }
+
+Deno.test("the live test signals only a real main process: MainPID 0, 1 or none fails with the unit's state", () => {
+  for (const value of ["0", "1", "", undefined, "-1", "12a"]) {
+    assert.throws(
+      () => mainPid({ MainPID: value, ActiveState: "failed", Result: "exit-code" }),
+      /no main process to signal \(MainPID=.*ActiveState=failed, Result=exit-code\)/,
+    );
+  }
+  assert.equal(mainPid({ MainPID: "4242", ActiveState: "active" }), "4242");
+});
 
 Deno.test({
   name: "systemd-analyze security rates contactd.service at exposure 1.5 or lower",
@@ -275,14 +286,12 @@ Deno.test({
 
       // The stand-in binary: the real Deno running main.ts with exactly the compile task's flags,
       // the checkout mounted read-only, and a pre-filled DENO_DIR mounted read-only.
-      const print = await new Deno.Command(Deno.execPath(), {
-        args: ["task", "compile", "--print"],
-        cwd: ROOT,
-        env: { MESSENGER_API_URL: front.url, NO_COLOR: "1" },
-        stdin: "null",
-      }).output();
-      assert.equal(print.code, 0, new TextDecoder().decode(print.stderr));
-      const compileArgs = JSON.parse(new TextDecoder().decode(print.stdout));
+      // In a copy of the sources (never the developer's .env); its paths given as the checkout's.
+      const print = await runTask(["--quiet", "compile", "--print"], {
+        env: { MESSENGER_API_URL: front.url },
+      });
+      assert.equal(print.code, 0, print.stderr);
+      const compileArgs = JSON.parse(print.stdout.replaceAll(`${await sharedCheckout()}/`, ROOT));
       // Copies, not the checkout and the Deno on PATH themselves: those may sit under /tmp (a
       // fresh tmpfs in the namespace) or a home directory (ProtectHome=yes hides it).
       const src = `${dir}/src`;
@@ -362,8 +371,7 @@ Deno.test({
           // systemd's dynamic users are 61184-65519; the name is the unit's.
           assert.ok(Number(uid) >= 61184 && Number(uid) <= 65519, `uid ${uid}`);
           assert.equal(user, "contactd");
-          const mainPid = (await show()).MainPID;
-          const status = await sd.check("cat", `/proc/${mainPid}/status`);
+          const status = await sd.check("cat", `/proc/${mainPid(await show())}/status`);
           assert.match(
             status,
             new RegExp(`^Uid:\\t${uid}\\t`, "m"),
@@ -403,7 +411,8 @@ Deno.test({
 
       await t.step("kill -9 of the main process is followed by Restart=on-failure", async () => {
         const before = await show();
-        await sd.check("kill", "-9", before.MainPID!);
+        // Never "kill -9 0" (the test run's process group) for a unit that failed to start.
+        await sd.check("kill", "-9", mainPid(before));
         let after = await show();
         for (
           let i = 0;

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import {
+  pageOrigin,
   parseRedirectTarget,
   REDIRECT_MAX_LENGTH,
+  redirectTargets,
   withErrorCode,
 } from "../../lib/form/redirect.ts";
 
@@ -84,5 +86,80 @@ Deno.test("withErrorCode sets error=<code> and keeps the target's origin", () =>
   assert.equal(
     withErrorCode("https://site.example/sorry", "delivery_failed"),
     "https://site.example/sorry?error=delivery_failed",
+  );
+});
+
+Deno.test("pageOrigin: the request's Origin, else its Referer's origin; allowed, here (contactd's own host or unknown) or foreign", () => {
+  const allowed = ["https://site.example"];
+  const host = "contact.example";
+  assert.deepEqual(pageOrigin("https://site.example", null, host, allowed), {
+    kind: "allowed",
+    origin: "https://site.example",
+  });
+  assert.deepEqual(pageOrigin(null, "https://site.example/contact?x=1", host, allowed), {
+    kind: "allowed",
+    origin: "https://site.example",
+  });
+  // The Origin wins over the Referer.
+  assert.deepEqual(pageOrigin("https://other.example", "https://site.example/", host, allowed), {
+    kind: "foreign",
+    origin: "https://other.example",
+  });
+  assert.deepEqual(pageOrigin(null, null, host, allowed), { kind: "here" });
+  assert.deepEqual(pageOrigin(null, "not a url", host, allowed), { kind: "here" });
+  assert.deepEqual(pageOrigin("https://contact.example", null, "Contact.example", []), {
+    kind: "here",
+  });
+  assert.deepEqual(pageOrigin("http://127.0.0.1:8787", null, "127.0.0.1:8787", []), {
+    kind: "here",
+  });
+  for (const origin of ["https://site.example", "null", "http://contact.example:8080"]) {
+    assert.deepEqual(pageOrigin(origin, null, host, []), { kind: "foreign", origin });
+  }
+  assert.deepEqual(pageOrigin("https://site.example", null, null, []), {
+    kind: "foreign",
+    origin: "https://site.example",
+  });
+});
+
+Deno.test("redirectTargets resolves a path against an allowed page's origin, keeps it on contactd's own, and never uses it from a foreign page", () => {
+  const named = { _redirect: "/thanks.html", _next: undefined, _redirect_error: "/sorry?x=1" };
+  const site = { kind: "allowed", origin: "https://site.example" } as const;
+  assert.deepEqual(redirectTargets(named, ["https://site.example"], site), {
+    success: "https://site.example/thanks.html",
+    error: "https://site.example/sorry?x=1",
+  });
+  assert.deepEqual(redirectTargets(named, [], { kind: "here" }), {
+    success: "/thanks.html",
+    error: "/sorry?x=1",
+  });
+  const foreign = redirectTargets(named, [], { kind: "foreign", origin: "https://site.example" });
+  assert.equal(foreign.success, undefined);
+  assert.equal(foreign.error, undefined);
+  assert.match(foreign.unresolved!, /_redirect "\/thanks\.html" was not used/);
+  assert.match(foreign.unresolved!, /https:\/\/site\.example, which ALLOWED_ORIGINS does not list/);
+  // An absolute target on an allowed origin needs no page; _next stands in for _redirect.
+  assert.deepEqual(
+    redirectTargets(
+      { _redirect: undefined, _next: "https://site.example/t", _redirect_error: undefined },
+      ["https://site.example"],
+      { kind: "foreign", origin: "https://elsewhere.example" },
+    ),
+    { success: "https://site.example/t" },
+  );
+  const next = redirectTargets(
+    { _redirect: undefined, _next: "/t", _redirect_error: undefined },
+    [],
+    { kind: "foreign", origin: "https://x.example" },
+  );
+  assert.match(next.unresolved!, /this form's _next "\/t"/);
+  // Dot segments cannot climb out of the allowed origin.
+  assert.deepEqual(
+    redirectTargets(
+      { _redirect: "/a/../../x", _next: undefined, _redirect_error: undefined },
+      ["https://site.example"],
+      site,
+    ),
+    { success: "https://site.example/x" },
   );
 });

@@ -177,3 +177,16 @@ Deno.test("the printable-ASCII shortcut cleans exactly as the full cleaning does
   }
   assert.ok(shortcuts > 10_000, `only ${shortcuts} inputs the cleaners leave alone`);
 });
+
+Deno.test("Netlify's bot-field is a honeypot, in any case; an empty one is not", () => {
+  for (const value of [{ "bot-field": "http://spam.example" }, { "BOT-FIELD": "x" }]) {
+    assert.deepEqual(parseSubmission({ ...value, message: "buy" }), { kind: "honeypot" });
+  }
+  const human = valid({ "bot-field": "", message: "hi", subject: "s" });
+  assert.deepEqual(human.fields, { subject: "s" });
+});
+
+Deno.test("Netlify's form-name is a control field: never shown or stored, in any case", () => {
+  const submission = valid({ "form-name": "contact", "Form-Name": "x", message: "hi", phone: "1" });
+  assert.deepEqual(submission.fields, { phone: "1" });
+});

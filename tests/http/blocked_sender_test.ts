@@ -28,6 +28,7 @@ function blockedWorld(
     outbox: [] as OutboxSubmission[],
     lines: [] as string[],
     logs: [] as LogFields[],
+    counted: [] as string[],
   };
   let ids = 0;
   const deps: HandlerDeps = {
@@ -44,6 +45,7 @@ function blockedWorld(
     newId: () => `id${String(++ids).padStart(6, "0")}`,
     append: append ?? ((line) => (state.lines.push(line), Promise.resolve())),
     log: (_level, fields) => void state.logs.push(fields),
+    count: (what) => void state.counted.push(what),
     bodyDeadline: () => new AbortController().signal,
     ...(blocks === undefined ? {} : { blocks }),
   };
@@ -86,6 +88,18 @@ Deno.test("a blocked address is answered 200 like a success, nothing queued or s
     block: "address",
   });
   assert.ok(!JSON.stringify(state.logs).includes("2001:db8"));
+  // Counted for /status by an explicit counter, not read back from the log.
+  assert.deepEqual(state.counted, ["held_spam"]);
+});
+
+Deno.test("a POST the rate limiter refuses is counted for /status, once each", async () => {
+  const { state, handler } = blockedWorld(undefined);
+  const budget = postBudget(parseConfig({}).rateLimit);
+  for (let i = 0; i <= budget.limit; i++) {
+    const response = await handler(post({ message: `try ${i}` }, {}, "198.51.100.77"), PEER);
+    await response.body?.cancel();
+  }
+  assert.deepEqual(state.counted, ["rate_limited"]);
 });
 
 Deno.test("a blocked contact is held from another address too", async () => {

@@ -50,12 +50,15 @@ function preflight(origin?: string): Request {
   });
 }
 
-Deno.test("preflight OPTIONS answers an allowed origin with POST and Content-Type only", () => {
+Deno.test("preflight OPTIONS answers an allowed origin with POST, Content-Type and @formspree/core's headers only", () => {
   const response = preflightResponse(preflight("https://site.example"), ALLOWED);
   assert.equal(response.status, 204);
   assert.equal(response.headers.get("access-control-allow-origin"), "https://site.example");
   assert.equal(response.headers.get("access-control-allow-methods"), "POST");
-  assert.equal(response.headers.get("access-control-allow-headers"), "Content-Type");
+  assert.equal(
+    response.headers.get("access-control-allow-headers"),
+    "Content-Type, Formspree-Client, Formspree-Session-Data",
+  );
   assert.equal(response.headers.get("access-control-allow-credentials"), null);
   assert.equal(response.headers.get("vary"), "Origin");
 });

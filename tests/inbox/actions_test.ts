@@ -5,6 +5,7 @@ import {
   checkOrigin,
   decidePress,
   REFUSAL_TOASTS,
+  spamToast,
   TRANSITIONS,
 } from "../../lib/inbox/actions.ts";
 
@@ -175,4 +176,29 @@ Deno.test("every toast fits answerCallbackQuery's 200 characters, the period inc
   }
   // Each refusal says something of its own.
   assert.equal(new Set(Object.values(REFUSAL_TOASTS)).size, Object.keys(REFUSAL_TOASTS).length);
+});
+
+Deno.test("decision table: a Spam press's toast says what was blocked, and why an address was not", () => {
+  const table: [Parameters<typeof spamToast>[0], boolean, RegExp][] = [
+    [undefined, true, /^🚫 Marked as spam: the sender is blocked for 30 days\.$/],
+    [undefined, false, /^🚫 Marked as spam: the sender is blocked for 30 days\.$/],
+    ["loopback", true, /its contact is blocked for 30 days, not its address: it is this host's/],
+    [
+      "trusted_proxy",
+      true,
+      /its contact is blocked for 30 days, not its address: it is the proxy's own/,
+    ],
+    [
+      "not_an_address",
+      true,
+      /its contact is blocked for 30 days, not its address: none was recorded/,
+    ],
+    ["loopback", false, /nothing is blocked \(no contact, and its address: it is this host's/],
+    ["trusted_proxy", false, /nothing is blocked/],
+  ];
+  for (const [withheld, contact, expected] of table) {
+    const toast = spamToast(withheld, contact, "30 days");
+    assert.match(toast, expected, `${withheld} ${contact}`);
+    assert.ok(toast.length <= 200, "answerCallbackQuery's limit");
+  }
 });

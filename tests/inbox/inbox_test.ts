@@ -33,6 +33,11 @@ import {
   statusText,
 } from "../../lib/inbox/status_text.ts";
 import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
+import { type Cidr, parseCidr } from "../../lib/common/ip.ts";
+import { spamToast } from "../../lib/inbox/actions.ts";
+import { ANSWER_LIMITS } from "../../lib/inbox/answer_budget.ts";
+import { NOT_SAVED } from "../../lib/inbox/inbox.ts";
+import { UpdateNotSaved } from "../../lib/inbox/poller.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fakes
@@ -132,7 +137,7 @@ class MemoryLedger implements InboxLedger {
 
 /**
  * A block list that records the blocks it made and lifted; idempotent like the real one
- * (lib/spam/block_file.ts): blocking a submission that blocks already, or lifting one that does
+ * (lib/spam/block_store.ts): blocking a submission that blocks already, or lifting one that does
  * not, makes nothing.
  */
 class FakeBlocks implements InboxBlocks {
@@ -183,9 +188,7 @@ const REPORT: StatusReport = {
   pending: 2,
   oldestMs: 3_600_000,
   replies: undefined,
-  delivered: 5,
-  heldSpam: 1,
-  rateLimited: 4,
+  last24h: { delivered: 5, heldSpam: 1, rateLimited: 4 },
 };
 const PENDING: PendingItem[] = [
   { kind: "message", id: "a1", ageMs: 60_000, attempts: 0 },
@@ -197,6 +200,7 @@ interface Setup {
   chats?: number[];
   entries?: LedgerEntry[];
   reply?: ((request: ReplyRequest) => Promise<string>) | "none";
+  trusted?: Cidr[];
 }
 
 function setup(options: Setup = {}) {
@@ -208,6 +212,8 @@ function setup(options: Setup = {}) {
   const replies: ReplyRequest[] = [];
   let statusAsked = 0;
   let pendingAsked = 0;
+  /** The chats /status and /pending were asked for. */
+  const askedFor: number[] = [];
   const reply = options.reply === "none" ? undefined : options.reply ??
     ((request: ReplyRequest) => {
       replies.push(request);
@@ -219,8 +225,9 @@ function setup(options: Setup = {}) {
     blocks,
     chats: new Set(options.chats ?? [GROUP]),
     by: options.by ?? "members",
-    status: () => (statusAsked++, REPORT),
-    pending: () => (pendingAsked++, PENDING),
+    status: (chat) => (statusAsked++, askedFor.push(chat), REPORT),
+    pending: (chat) => (pendingAsked++, askedFor.push(chat), PENDING),
+    ...(options.trusted === undefined ? {} : { trusted: options.trusted }),
     ...(reply === undefined ? {} : { reply }),
     now: () => NOW,
     log: (level, fields) => lines.push({ level, fields }),
@@ -234,6 +241,7 @@ function setup(options: Setup = {}) {
     lines,
     replies,
     asked: () => ({ status: statusAsked, pending: pendingAsked }),
+    askedFor,
     events: () => lines.map((line) => line.fields.event),
   };
 }
@@ -438,7 +446,7 @@ Deno.test("the same press twice (a redelivery) blocks once", async () => {
 Deno.test("a Spam press whose block could not be written blocks when pressed again", async () => {
   const s = setup();
   s.blocks.failNext = "block";
-  await Promise.allSettled([s.inbox.handle(press({ data: `s:${ID}` }))]); // failed, either way
+  await Promise.allSettled([s.inbox.handle(press({ data: `s:${ID}` }))]); // not saved
   await s.inbox.handle(press({ updateId: 901, queryId: "q-2", data: `s:${ID}` }));
   assert.deepEqual(s.blocks.blocked.map((made) => made.entry), [{
     id: ID,
@@ -873,4 +881,91 @@ Deno.test("CHAT_ACTIONS_BY=admins: a non-administrator's reply to a bot message 
   await s.inbox.handle(replyEvent({ replyTo: 9999, replyToBot: true, from: OTHER_MEMBER }));
   assert.deepEqual(s.api.of("say"), []);
   assert.deepEqual(s.replies, []);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Issue 30: one press never silences the site, answers within budgets, nothing lost unsaved
+
+Deno.test("a Spam press whose block cannot be written is answered 'not saved' and is not confirmed (UpdateNotSaved)", async () => {
+  const s = setup();
+  s.blocks.failNext = "block";
+  await assert.rejects(() => s.inbox.handle(press({ data: `s:${ID}` })), UpdateNotSaved);
+  assert.deepEqual(s.api.of("toast").map((toast) => toast.text), [NOT_SAVED]);
+  assert.deepEqual(s.ledger.sets, [], "no state without its effect");
+  assert.deepEqual(s.api.of("edit"), []);
+  assert.ok(s.lines.some((line) => line.fields.event === "action_not_saved"));
+});
+
+Deno.test("a press whose state cannot be written is answered 'not saved' and is not confirmed", async () => {
+  const s = setup();
+  s.ledger.setState = () => Promise.reject(new Error("ENOSPC: no space left on device"));
+  await assert.rejects(() => s.inbox.handle(press({ data: `h:${ID}` })), UpdateNotSaved);
+  assert.deepEqual(s.api.of("toast").map((toast) => toast.text), [NOT_SAVED]);
+});
+
+const PROXY: Cidr[] = [parseCidr("10.8.0.0/16")!, parseCidr("127.0.0.1/8")!];
+
+for (
+  const [ip, withheld] of [
+    ["127.0.0.1", "loopback"],
+    ["::1", "loopback"],
+    ["10.8.8.8", "trusted_proxy"],
+    ["unknown", "not_an_address"],
+  ] as const
+) {
+  Deno.test(`a Spam press on a submission from ${ip} blocks its contact only, and the toast says so`, async () => {
+    const s = setup({ entries: [entry({ ip })], trusted: PROXY });
+    await s.inbox.handle(press({ data: `s:${ID}` }));
+    assert.deepEqual(s.blocks.blocked.map((made) => made.entry), [{
+      id: ID,
+      ip: "",
+      contact: CONTACT,
+    }]);
+    assert.deepEqual(s.api.of("toast").map((toast) => toast.text), [
+      spamToast(withheld, true, "30 days"),
+    ]);
+    assert.match(s.api.of("toast")[0]!.text, /its contact is blocked for 30 days, not its address/);
+  });
+}
+
+Deno.test("a member's 200 replies in a group with CHAT_ACTIONS_BY=admins get one refusal in the chat", async () => {
+  const s = setup({ by: "admins" });
+  for (let i = 0; i < 200; i++) {
+    await s.inbox.handle(
+      replyEvent({ updateId: 1000 + i, messageId: 2000 + i, from: OTHER_MEMBER }),
+    );
+  }
+  assert.deepEqual(s.api.of("say").map((said) => said.text), [REFUSAL_TOASTS.not_admin]);
+  assert.deepEqual(s.replies, []);
+});
+
+Deno.test("a member's 200 refused presses get one toast", async () => {
+  const s = setup({ by: "admins" });
+  for (let i = 0; i < 200; i++) {
+    await s.inbox.handle(press({ updateId: 1000 + i, queryId: `q-${i}`, from: OTHER_MEMBER }));
+  }
+  assert.deepEqual(s.api.of("toast").map((toast) => toast.text), [REFUSAL_TOASTS.not_admin]);
+});
+
+Deno.test("300 /status commands under CHAT_ACTIONS_BY=members are answered within the person's and the chat's budgets", async () => {
+  const s = setup();
+  // One member, then many members: a person's budget, then the chat's.
+  for (let i = 0; i < 300; i++) {
+    await s.inbox.handle(commandEvent({ updateId: 1000 + i, from: OTHER_MEMBER }));
+  }
+  assert.equal(s.api.of("say").length, ANSWER_LIMITS.person.count);
+  for (let i = 0; i < 300; i++) {
+    await s.inbox.handle(
+      commandEvent({ updateId: 2000 + i, from: { id: 10_000 + i, name: `Member ${i}` } }),
+    );
+  }
+  assert.equal(s.api.of("say").length, ANSWER_LIMITS.chat.count);
+  assert.ok(s.lines.some((line) => line.fields.result === "answer_withheld"));
+});
+
+Deno.test("/status and /pending are asked for the chat they were written in", async () => {
+  const s = setup({ chats: [GROUP, ELSEWHERE] });
+  await s.inbox.handle(commandEvent({ command: "status", chatId: ELSEWHERE }));
+  await s.inbox.handle(commandEvent({ command: "pending", chatId: GROUP }));
+  assert.deepEqual(s.askedFor, [ELSEWHERE, GROUP]);
 });

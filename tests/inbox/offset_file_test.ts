@@ -1,143 +1,140 @@
+/**
+ * The updates offset kept in the database (`meta`): none at first, read back after a restart,
+ * each save replacing the last, a damaged value logged and read as none, another bot's offset
+ * none, a failing store rejecting. And the offset file an older release kept, read for the
+ * import.
+ */
 import assert from "node:assert/strict";
 import { updatesOffsetPath } from "../../lib/common/state_files.ts";
-import { offsetFile } from "../../lib/inbox/offset_file.ts";
+import {
+  OFFSET_KEY,
+  offsetStore,
+  offsetText,
+  readOffsetFile,
+} from "../../lib/inbox/offset_file.ts";
 import type { LogFields, Logger, LogLevel } from "../../lib/log/logger.ts";
+import { openLocalStore, StoreError } from "../../lib/storage/store.ts";
 import { hookFs, MemoryFs } from "../support/memory_fs.ts";
+import { failingStore, withTempStore } from "../support/temp_store.ts";
 
-const MESSAGES = "/state/messages.jsonl";
-const PATH = `${MESSAGES}.updates`;
-
-function setup() {
-  const fs = new MemoryFs();
-  fs.mkdir("/state");
+function logger() {
   const lines: { level: LogLevel; fields: LogFields }[] = [];
   const log: Logger = (level, fields) => lines.push({ level, fields });
-  return { fs, lines, log };
+  return { lines, log };
 }
 
-Deno.test("the offset file lies beside MESSAGES_FILE", () => {
-  assert.equal(updatesOffsetPath(MESSAGES), PATH);
-});
+const DAMAGED = [
+  "",
+  '{"offset":4',
+  "not json\n",
+  "[]",
+  "42",
+  "null",
+  '{"offset":-1}',
+  '{"offset":1.5}',
+  '{"offset":"7"}',
+  '{"offset":9007199254740992}',
+  '{"other":3}',
+  '{"offset":3,"bot":"x"}',
+];
 
-Deno.test("no offset file is no offset, and nothing is logged", async () => {
-  const { fs, lines, log } = setup();
-  assert.equal(await offsetFile(MESSAGES, fs, log).load(), undefined);
-  assert.deepEqual(lines, []);
-});
-
-Deno.test("a saved offset is read back, by a new store as after a restart", async () => {
-  const { fs, lines, log } = setup();
-  await offsetFile(MESSAGES, fs, log).save(812_345_678);
-  assert.equal(await offsetFile(MESSAGES, fs, log).load(), 812_345_678);
-  assert.equal(fs.readText(PATH), '{"offset":812345678}\n');
-  assert.deepEqual(lines, []);
-});
-
-Deno.test("each save replaces the last: one whole line, private, no temporary file left", async () => {
-  const { fs, log } = setup();
-  const store = offsetFile(MESSAGES, fs, log);
-  await store.save(1);
-  await store.save(2);
-  await store.save(0);
-  assert.equal(fs.readText(PATH), '{"offset":0}\n');
-  assert.equal(await store.load(), 0);
-  assert.equal((await fs.lstat(PATH)).mode! & 0o777, 0o600);
-  assert.equal(fs.exists(`${PATH}.tmp`), false);
-  assert.ok((fs.directorySyncs.get("/state") ?? 0) >= 3, "the rename is made durable");
-});
-
-Deno.test("a damaged or torn offset file is logged and read as no offset", async () => {
-  for (
-    const text of [
-      "",
-      '{"offset":4',
-      "not json\n",
-      "[]",
-      "42",
-      "null",
-      '{"offset":-1}',
-      '{"offset":1.5}',
-      '{"offset":"7"}',
-      '{"offset":9007199254740992}',
-      '{"other":3}',
-    ]
-  ) {
-    const { fs, lines, log } = setup();
-    fs.writeText(PATH, text);
-    assert.equal(await offsetFile(MESSAGES, fs, log).load(), undefined, JSON.stringify(text));
-    assert.deepEqual(lines, [{
-      level: "warn",
-      fields: { event: "updates_offset_damaged", file: PATH },
-    }], JSON.stringify(text));
-  }
-});
-
-Deno.test("a damaged offset file is replaced whole by the next save", async () => {
-  const { fs, log } = setup();
-  fs.writeText(PATH, '{"offset":4');
-  const store = offsetFile(MESSAGES, fs, log);
-  await store.save(5);
-  assert.equal(fs.readText(PATH), '{"offset":5}\n');
-  assert.equal(await store.load(), 5);
-});
-
-Deno.test("a file that cannot be read (other than missing) is thrown, for the poller to log", async () => {
-  const { fs, log } = setup();
-  fs.writeText(PATH, '{"offset":4}\n');
-  const failing = hookFs(fs, {
-    before(call) {
-      if (call.op === "open" && call.path === PATH) throw new Deno.errors.PermissionDenied(PATH);
-    },
+Deno.test("no offset kept is no offset, and nothing is logged", async () => {
+  await withTempStore(async ({ store }) => {
+    const { lines, log } = logger();
+    assert.equal(await offsetStore(store, log).load(), undefined);
+    assert.deepEqual(lines, []);
   });
-  await assert.rejects(offsetFile(MESSAGES, failing, log).load(), Deno.errors.PermissionDenied);
 });
 
-Deno.test("a save that fails leaves the previous offset and no temporary file", async () => {
-  const { fs, lines, log } = setup();
-  await offsetFile(MESSAGES, fs, log).save(10);
-  const failing = hookFs(fs, {
-    before(call) {
-      if (call.op === "rename") throw new Deno.errors.Interrupted("disk gone");
-    },
+Deno.test("a saved offset is read back after a restart; each save replaces the last", async () => {
+  await withTempStore(async ({ store, path }) => {
+    const { lines, log } = logger();
+    const offsets = offsetStore(store, log, 111);
+    await offsets.save(1);
+    await offsets.save(812_345_678);
+    await store.close();
+    const reopened = openLocalStore(path, { create: false });
+    try {
+      assert.equal(await offsetStore(reopened, log, 111).load(), 812_345_678);
+      assert.equal(
+        await reopened.run("meta.get", { key: OFFSET_KEY }),
+        '{"offset":812345678,"bot":111}',
+      );
+      await offsetStore(reopened, log).save(0);
+      assert.equal(await offsetStore(reopened, log).load(), 0);
+    } finally {
+      await reopened.close();
+    }
+    assert.deepEqual(lines, []);
   });
-  await assert.rejects(offsetFile(MESSAGES, failing, log).save(11), Deno.errors.Interrupted);
-  assert.equal(await offsetFile(MESSAGES, fs, log).load(), 10);
-  assert.equal(fs.exists(`${PATH}.tmp`), false);
-  assert.deepEqual(lines, []);
 });
 
-Deno.test("a save never writes through a symbolic link at the offset file", async () => {
-  const { fs, log } = setup();
-  fs.writeText("/elsewhere", "precious\n");
-  fs.symlink("/elsewhere", PATH);
-  await offsetFile(MESSAGES, fs, log).save(3);
-  assert.equal(fs.readText("/elsewhere"), "precious\n");
-  assert.equal((await fs.lstat(PATH)).isSymlink, false);
-  assert.equal(fs.readText(PATH), '{"offset":3}\n');
-});
-
-Deno.test("an offset is never read through a symbolic link at the offset file", async () => {
-  const { fs, log } = setup();
-  fs.writeText("/elsewhere", '{"offset":99}\n');
-  fs.symlink("/elsewhere", PATH);
-  let loaded: number | undefined;
-  try {
-    loaded = await offsetFile(MESSAGES, fs, log).load();
-  } catch {
-    loaded = undefined;
-  }
-  assert.equal(loaded, undefined);
+Deno.test("a damaged offset is logged and read as none; the next save replaces it", async () => {
+  await withTempStore(async ({ store }) => {
+    for (const text of DAMAGED) {
+      await store.run("meta.set", { key: OFFSET_KEY, value: text });
+      const { lines, log } = logger();
+      assert.equal(await offsetStore(store, log).load(), undefined, JSON.stringify(text));
+      assert.deepEqual(lines, [{
+        level: "warn",
+        fields: { event: "updates_offset_damaged", key: OFFSET_KEY },
+      }], JSON.stringify(text));
+    }
+    const { log } = logger();
+    await offsetStore(store, log).save(5);
+    assert.equal(await offsetStore(store, log).load(), 5);
+  });
 });
 
 Deno.test("an offset kept for another bot (the token changed) is none; this bot's is read", async () => {
+  await withTempStore(async ({ store }) => {
+    await offsetStore(store, () => {}, 111).save(42);
+    const { lines, log } = logger();
+    assert.equal(await offsetStore(store, log, 222).load(), undefined);
+    assert.equal(lines[0]?.fields.event, "updates_offset_other_bot");
+    assert.equal(await offsetStore(store, () => {}, 111).load(), 42);
+    assert.equal(await offsetStore(store, () => {}).load(), 42, "getMe unanswered: kept");
+  });
+});
+
+Deno.test("a store that fails rejects, for the poller to log; a failed save leaves the previous offset", async () => {
+  await withTempStore(async ({ store }) => {
+    const { log } = logger();
+    await offsetStore(store, log).save(10);
+    const failing = failingStore(store, () => true);
+    await assert.rejects(offsetStore(failing, log).load(), StoreError);
+    await assert.rejects(offsetStore(failing, log).save(11), StoreError);
+    assert.equal(await offsetStore(store, log).load(), 10);
+  });
+});
+
+Deno.test("the offset file an older release kept is read for the import: none, damaged or a link is none", async () => {
+  const messages = "/state/messages.jsonl";
+  const path = updatesOffsetPath(messages);
+  assert.equal(path, `${messages}.updates`);
   const fs = new MemoryFs();
   fs.mkdir("/state");
-  await offsetFile(MESSAGES, fs, () => {}, 111).save(42);
-  const lines: LogFields[] = [];
-  assert.equal(
-    await offsetFile(MESSAGES, fs, (_l, f) => void lines.push(f), 222).load(),
-    undefined,
-  );
-  assert.equal(lines[0]?.event, "updates_offset_other_bot");
-  assert.equal(await offsetFile(MESSAGES, fs, () => {}, 111).load(), 42);
+  const { lines, log } = logger();
+  assert.equal(await readOffsetFile(messages, fs, log), undefined);
+  fs.writeText(path, offsetText({ offset: 42, bot: 111 }) + "\n");
+  assert.deepEqual(await readOffsetFile(messages, fs, log), { offset: 42, bot: 111 });
+  fs.writeText(path, '{"offset":43}\n');
+  assert.deepEqual(await readOffsetFile(messages, fs, log), { offset: 43 });
+  assert.equal(lines.length, 0);
+  for (const text of DAMAGED) {
+    fs.writeText(path, text);
+    assert.equal(await readOffsetFile(messages, fs, log), undefined, JSON.stringify(text));
+    assert.deepEqual(lines.pop()?.fields, { event: "updates_offset_damaged", file: path });
+  }
+  fs.writeText("/elsewhere", '{"offset":99}\n');
+  await fs.remove(path);
+  fs.symlink("/elsewhere", path);
+  assert.equal(await readOffsetFile(messages, fs, log), undefined);
+  assert.equal(lines.pop()?.fields.reason, "symbolic link");
+  const refused = hookFs(fs, {
+    before(call) {
+      if (call.op === "lstat") throw new Deno.errors.PermissionDenied(path);
+    },
+  });
+  await assert.rejects(readOffsetFile(messages, refused, log), Deno.errors.PermissionDenied);
 });

@@ -6,10 +6,12 @@ import {
   afterPollFailure,
   CONFLICT_RETRY_MS,
   IDLE_POLL_MS,
+  NOT_SAVED_RETRY_MS,
   type OffsetStore,
   POLL_RETRY_CAP_MS,
   type PollHealth,
   POLLING,
+  UpdateNotSaved,
   UpdatePoller,
 } from "../../lib/inbox/poller.ts";
 import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
@@ -57,6 +59,7 @@ interface Options {
   handle?: (update: { readonly updateId: number }) => Promise<void>;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   random?: () => number;
+  answered?: (result: GetUpdatesResult) => void;
 }
 
 /** A poller on fakes: scripted polls, an offset store in memory, sleeps that take no time. */
@@ -102,6 +105,7 @@ function harness(options: Options) {
     },
     random: options.random ?? (() => 1),
     log: (level, fields) => lines.push({ level, fields }),
+    ...(options.answered === undefined ? {} : { answered: options.answered }),
   });
   const events = () => lines.map((line) => line.fields.event);
   return { poller, polls, signals, sleeps, handled, saves, lines, events, waiting };
@@ -400,4 +404,41 @@ Deno.test("update ids that start again lower (Telegram after a week without upda
   assert.deepEqual(h.saves, [900_000_002, 12_346]);
   assert.deepEqual(h.events(), ["updates_offset_reset"]);
   await h.poller.close();
+});
+
+Deno.test("an update whose effect could not be saved is not confirmed: the offset stays before it, and it and the ones after are handled again", async () => {
+  let failures = 1;
+  const h = harness({
+    script: [ok([command(10), command(11), command(12)]), ok([command(11), command(12)])],
+    handle(update) {
+      if (update.updateId === 11 && failures-- > 0) {
+        return Promise.reject(new UpdateNotSaved(11, new Error("ENOSPC")));
+      }
+      return Promise.resolve();
+    },
+  });
+  h.poller.start();
+  await h.waiting;
+  assert.deepEqual(h.handled, [10, 11, 11, 12], "12 waits for 11, which is handled again");
+  assert.deepEqual(h.saves, [11, 12, 13], "never past 11 before it was saved");
+  assert.deepEqual(h.polls, [undefined, 11, 13]);
+  assert.deepEqual(h.sleeps, [NOT_SAVED_RETRY_MS], "not at once: a full disk needs a moment");
+  assert.deepEqual(h.events(), ["update_not_saved"]);
+  await h.poller.close();
+});
+
+Deno.test("each poll's answer is told as it comes, a refused token included (delivery's health hears it at once)", async () => {
+  const REFUSED: Failure = { ok: false, error: "401 Unauthorized", errorCode: 401 };
+  const told: GetUpdatesResult[] = [];
+  const h = harness({ script: [REFUSED, ok([command(5)]), DOWN], answered: (r) => told.push(r) });
+  h.poller.start();
+  await h.waiting;
+  assert.deepEqual(told.map((result) => result.ok ? "ok" : result.error), [
+    "401 Unauthorized",
+    "ok",
+    "502 Bad Gateway",
+  ]);
+  await h.poller.close();
+  // The poll a close aborted is not told.
+  assert.equal(told.length, 3);
 });

@@ -21,16 +21,14 @@ function report(overrides: Partial<StatusReport> = {}): StatusReport {
     pending: 0,
     oldestMs: undefined,
     replies: undefined,
-    delivered: 0,
-    heldSpam: 0,
-    rateLimited: 0,
+    last24h: { delivered: 0, heldSpam: 0, rateLimited: 0 },
     ...overrides,
   };
 }
 
 Deno.test("/status says delivery is ok, nothing waits, and the last 24 hours' counts", () => {
   assert.equal(
-    statusText(report({ delivered: 12, heldSpam: 3, rateLimited: 7 })),
+    statusText(report({ last24h: { delivered: 12, heldSpam: 3, rateLimited: 7 } })),
     "✅ Delivery: ok\nNothing waits.\n" +
       "Last 24 h: 12 delivered, 3 held as spam, 7 refused by the rate limit.",
   );
@@ -142,12 +140,10 @@ Deno.test("the answers can carry no personal data: their inputs are ids, ages an
     pending: true,
     oldestMs: true,
     replies: true,
-    delivered: true,
-    heldSpam: true,
-    rateLimited: true,
+    last24h: true,
   };
   assert.deepEqual(Object.keys(pendingKeys).sort(), ["ageMs", "attempts", "id", "kind"]);
-  assert.equal(Object.keys(statusKeys).length, 7);
+  assert.equal(Object.keys(statusKeys).length, 5);
   // Run-time: every line of /pending is an id, an age and a count, nothing else.
   const items: PendingItem[] = Array.from({ length: 40 }, (_, i) => ({
     kind: i % 3 === 0 ? "reply" : "message",
@@ -186,4 +182,26 @@ Deno.test("what waits: messages not yet in the chat and replies not yet emailed,
   // The reply is older, but /status's oldest is a message's.
   assert.equal(oldestMessageMs(items), 3_600_000);
   assert.equal(oldestMessageMs([]), undefined);
+});
+
+Deno.test("a form's group sees what belongs to it only: its forms' submissions and the replies written there, no site-wide counts", () => {
+  const now = Date.parse("2026-11-25T12:00:00Z");
+  const DEFAULT = -100_1;
+  const SHOP = -100_2;
+  const chatOf = (form: string | undefined) => (form === "shop" ? SHOP : DEFAULT);
+  const messages = [
+    { id: "a", ts: "2026-11-25T11:00:00Z", attempts: 0, done: false },
+    { id: "b", ts: "2026-11-25T11:00:00Z", attempts: 0, done: false, form: "shop" },
+    { id: "c", ts: "2026-11-25T11:00:00Z", attempts: 0, done: false, form: "press" },
+  ];
+  const replies = [
+    { submission: "a", ts: "2026-11-25T11:00:00Z", attempts: 0, chat: DEFAULT },
+    { submission: "b", ts: "2026-11-25T11:00:00Z", attempts: 0, chat: SHOP },
+  ];
+  const ids = (chat: number) =>
+    pendingItems(messages, replies, now, { chat, chatOf }).map((item) => `${item.kind}:${item.id}`);
+  assert.deepEqual(ids(SHOP), ["message:b", "reply:b"]);
+  assert.deepEqual(ids(DEFAULT), ["message:a", "message:c", "reply:a"]);
+  // Without the site-wide counts, /status has no "Last 24 h" line.
+  assert.ok(!statusText(report({ last24h: undefined })).includes("Last 24 h"));
 });

@@ -1,18 +1,15 @@
 /**
- * Accepts one reply into the replies file at the path given and then hangs without sending it:
+ * Accepts one reply into the database at the path given and then hangs without sending it:
  * tests/e2e/mail_server_test.ts kills it with SIGKILL there, between acceptance and sending.
- * Arguments: the replies file's path, then the reply as JSON (`NewReply`).
+ * Arguments: the database's path, then the reply as JSON (`NewReply`).
  *
  * @module
  */
 import { openReplyStore } from "../../lib/mail/reply_store.ts";
-import { denoFs } from "../../lib/storage/file_system.ts";
+import { openLocalStore } from "../../lib/storage/store.ts";
 
 const [path = "", json = "{}"] = Deno.args;
-const store = await openReplyStore({
-  fs: denoFs,
-  path,
-  log: (_level, fields) => console.error(JSON.stringify(fields)),
+const store = await openReplyStore(openLocalStore(path, { create: true }), {
   now: () => new Date(),
 });
 await store.add(JSON.parse(json));

@@ -12,9 +12,8 @@ import {
 import { type NewReply, openReplyStore, type ReplyStore } from "../../lib/mail/reply_store.ts";
 import { MailSendError } from "../../lib/mail/send_error.ts";
 import { fakeClock } from "../support/fake_clock.ts";
-import { MemoryFs } from "../support/memory_fs.ts";
+import { memoryStore } from "../support/memory_store.ts";
 
-const PATH = "/data/messages.jsonl.replies";
 const MAX_AGE = 3_600_000;
 const PASSWORD = "s3cret-smtp-password";
 
@@ -54,15 +53,10 @@ function scriptedTransport() {
 }
 
 async function setup(replies: NewReply[] = [], wallStart?: number) {
-  const fs = new MemoryFs();
-  fs.mkdir("/data");
   const clock = fakeClock(0, wallStart);
   const logs: LogFields[] = [];
   const log = (_: unknown, fields: LogFields) => logs.push(fields);
-  const store: ReplyStore = await openReplyStore({
-    fs,
-    path: PATH,
-    log,
+  const store: ReplyStore = await openReplyStore(memoryStore(), {
     now: () => new Date(clock.wallNow()),
   });
   for (const r of replies) await store.add(r);
@@ -80,7 +74,7 @@ async function setup(replies: NewReply[] = [], wallStart?: number) {
       log,
       onOutcome: (r, outcome) => outcomes.push([r.id, outcome]),
     });
-  return { fs, clock, logs, store, sent, script, outcomes, start, sender: () => sender! };
+  return { clock, logs, store, sent, script, outcomes, start, sender: () => sender! };
 }
 
 Deno.test("a waiting reply is sent once, recorded done, and the chat told where (masked)", async () => {

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { clientAddress } from "../../lib/net/client_address.ts";
+import {
+  clientAddress,
+  isProxyAddress,
+  PROXY_NOTICE_INTERVAL_MS,
+  ProxyNotice,
+} from "../../lib/net/client_address.ts";
 import { type Cidr, parseCidr } from "../../lib/common/ip.ts";
 
 function cidrs(...texts: string[]): Cidr[] {
@@ -170,4 +175,45 @@ Deno.test("clientAddress never returns an empty string for hostile header values
       }
     }
   }
+});
+
+Deno.test("a submission that arrives with the proxy's own address is recognised: no header, garbage, or only trusted hops", () => {
+  for (
+    const [peer, header] of [
+      ["127.0.0.1", null],
+      ["127.0.0.1", "10.8.8.8:1234"],
+      ["127.0.0.1", "fe80::1%eth0"],
+      ["127.0.0.1", "010.008.008.008"],
+      ["127.0.0.1", "10.0.0.7"],
+      ["10.0.0.2", ""],
+    ] as const
+  ) {
+    const headers = new Headers(header === null ? {} : { "x-forwarded-for": header });
+    const ip = clientAddress(peer, headers, PROXIES);
+    assert.ok(isProxyAddress(ip, PROXIES), `${peer} with ${header}: ${ip}`);
+  }
+  const forwarded = new Headers({ "x-forwarded-for": "203.0.113.9" });
+  assert.ok(!isProxyAddress(clientAddress("127.0.0.1", forwarded, PROXIES), PROXIES));
+  assert.ok(!isProxyAddress(clientAddress("203.0.113.5", new Headers(), PROXIES), PROXIES));
+});
+
+Deno.test("the proxy's own address is said once at once, then at most once per PROXY_NOTICE_INTERVAL_MS with the count", () => {
+  const notice = new ProxyNotice();
+  const said: unknown[] = [];
+  const note = (ip: string, at: number) => {
+    const line = notice.note(ip, PROXIES, "x-forwarded-for", at);
+    if (line !== undefined) said.push(line);
+  };
+  note("203.0.113.9", 0); // a real client: nothing
+  assert.equal(said.length, 0);
+  note("127.0.0.1", 1000);
+  for (let i = 0; i < 99; i++) note("127.0.0.1", 2000 + i);
+  assert.equal(said.length, 1, "once, not per request");
+  note("127.0.0.1", 1000 + PROXY_NOTICE_INTERVAL_MS);
+  assert.equal(said.length, 2);
+  const [first, second] = said as Record<string, unknown>[];
+  assert.equal(first!.event, "client_address_is_proxy");
+  assert.equal(first!.requests, 1);
+  assert.equal(second!.requests, 100);
+  assert.ok(!JSON.stringify(said).includes("127.0.0.1"), "never the address");
 });

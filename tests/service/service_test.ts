@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { BLOCK_REFRESH_MS, type ServiceIO, startService } from "../../lib/service/service.ts";
+import { type ServiceIO, startService } from "../../lib/service/service.ts";
+import { BLOCK_REFRESH_MS, CHECKPOINT_MS } from "../../lib/service/upkeep.ts";
 import type { Serving } from "../../lib/http/keep_serving.ts";
 import type { LogFields } from "../../lib/log/logger.ts";
 import type { Settings } from "../../lib/config/settings.ts";
@@ -196,11 +197,16 @@ Deno.test("the service flushes the refusal tally every SUMMARY_INTERVAL_MS, and 
     {
       await using service = await startService(settingsIn(dir), world.io);
       assert.ok(service);
-      // The block list's refresh (contactd unblock), the forget poll
-      // (lib/storage/forget_request.ts), then the summaries.
-      assert.deepEqual(world.intervals, [BLOCK_REFRESH_MS, FORGET_POLL_MS, SUMMARY_INTERVAL_MS]);
+      // The summaries, then the block list's refresh (contactd unblock), the database's
+      // checkpoint and the forget poll (lib/storage/forget_request.ts).
+      assert.deepEqual(world.intervals, [
+        SUMMARY_INTERVAL_MS,
+        BLOCK_REFRESH_MS,
+        CHECKPOINT_MS,
+        FORGET_POLL_MS,
+      ]);
     }
-    assert.equal(world.cancelled(), 3);
+    assert.equal(world.cancelled(), 4);
   }));
 
 Deno.test("RETENTION runs at start, before the service listens, then daily; the stop cancels it", () =>
@@ -215,23 +221,27 @@ Deno.test("RETENTION runs at start, before the service listens, then daily; the 
       assert.ok(service);
       const retention = world.events.indexOf("log retention");
       assert.ok(retention > 0 && retention < world.events.indexOf("serve"), world.events.join());
-      // The other files beside the backup file are aged too: the chat ledger, the block list.
+      // What the database keeps is aged too: the chat ledger, the block list, the replies and
+      // what replies need of a submission.
       assert.deepEqual(world.logs.find((line) => line.event === "retention"), {
         event: "retention",
         removed: 1,
         kept: 1,
         chat: 0,
         blocked: 0,
+        replies: 0,
+        reply_sources: 0,
       });
       assert.equal(await Deno.readTextFile(file), young);
       assert.deepEqual(world.intervals, [
+        SUMMARY_INTERVAL_MS,
         BLOCK_REFRESH_MS,
+        CHECKPOINT_MS,
         RETENTION_INTERVAL_MS,
         FORGET_POLL_MS,
-        SUMMARY_INTERVAL_MS,
       ]);
     }
-    assert.equal(world.cancelled(), 4);
+    assert.equal(world.cancelled(), 5);
   }));
 
 Deno.test("a stop signal while start-up waits for getMe is graceful: the stop signals are listened for first", () =>

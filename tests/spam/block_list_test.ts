@@ -3,7 +3,17 @@
  * contact), expiry, lifting by submission and by key, and what an erasure names.
  */
 import assert from "node:assert/strict";
-import { type Block, BlockList, keyOf, senderKeys, spamBlocks } from "../../lib/spam/block_list.ts";
+import {
+  type Block,
+  blockableSender,
+  BlockList,
+  keyOf,
+  senderKeys,
+  spamBlocks,
+  type Unblockable,
+  unblockableAddress,
+} from "../../lib/spam/block_list.ts";
+import { parseCidr } from "../../lib/common/ip.ts";
 import { rateLimitKey } from "../../lib/net/rate_limit.ts";
 
 const DAY = 86_400_000;
@@ -183,4 +193,41 @@ Deno.test("a blocked email contact is held whatever the case of its domain; its 
   assert.equal(from(" Spammer@example.org "), "contact");
   assert.equal(from("spammer@example.org"), undefined);
   assert.equal(keyOf("Spammer@EXAMPLE.org").value, "Spammer@example.org");
+});
+
+Deno.test("decision table: which client addresses a Spam press may block", () => {
+  const trusted = [parseCidr("10.8.0.0/16")!, parseCidr("127.0.0.0/8")!];
+  const table: [string, Unblockable | undefined][] = [
+    ["203.0.113.9", undefined],
+    ["2001:db8::7", undefined],
+    ["10.9.0.1", undefined],
+    ["127.0.0.1", "loopback"],
+    ["127.8.8.8", "loopback"],
+    ["::1", "loopback"],
+    ["::ffff:127.0.0.1", "loopback"],
+    ["10.8.8.8", "trusted_proxy"],
+    ["::ffff:10.8.0.1", "trusted_proxy"],
+    ["0.0.0.0", "not_an_address"],
+    ["::", "not_an_address"],
+    ["unknown", "not_an_address"],
+    ["", "not_an_address"],
+  ];
+  for (const [ip, expected] of table) assert.equal(unblockableAddress(ip, trusted), expected, ip);
+});
+
+Deno.test("an unblockable address is blanked: a Spam press blocks the contact only, and a check of it looks at the contact only", () => {
+  const trusted = [parseCidr("127.0.0.0/8")!];
+  const loopback = blockableSender(
+    { id: "s1", ip: "127.0.0.1", contact: "spam@example.org" },
+    trusted,
+  );
+  const list = new BlockList(spamBlocks(loopback, T0, 30 * DAY));
+  assert.deepEqual(list.all().map((block) => block.kind), ["contact"]);
+  // Another sender behind the same proxy is not held; the blocked contact is.
+  const other = blockableSender({ ip: "127.0.0.1", contact: "ann@example.org" }, trusted);
+  assert.equal(list.match(other, T0 + 1), undefined);
+  assert.equal(list.match({ ip: "", contact: "spam@example.org" }, T0 + 1)?.kind, "contact");
+  // A real address keeps both keys.
+  const real = blockableSender({ id: "s2", ip: "203.0.113.9", contact: "x@example.org" }, trusted);
+  assert.deepEqual(spamBlocks(real, T0, DAY).map((block) => block.kind), ["address", "contact"]);
 });

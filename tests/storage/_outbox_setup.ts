@@ -1,12 +1,17 @@
 /**
- * What the outbox tests share: submissions with unique ids, a collecting logger, and an outbox on
- * a file system in memory at {@linkcode PATH}.
+ * What the outbox tests share: submissions with unique ids, a collecting logger, and an outbox
+ * over a real database in a temporary directory.
  *
  * @module
  */
 import type { LogFields, Logger } from "../../lib/log/logger.ts";
-import { openOutbox, type OutboxOptions, type OutboxSubmission } from "../../lib/storage/outbox.ts";
-import type { StorageFs } from "../../lib/storage/file_system.ts";
+import {
+  openOutbox,
+  type Outbox,
+  type OutboxOptions,
+  type OutboxSubmission,
+} from "../../lib/storage/outbox.ts";
+import { openLocalStore } from "../../lib/storage/store.ts";
 import { MemoryFs } from "../support/memory_fs.ts";
 
 let count = 0;
@@ -34,9 +39,6 @@ export function logger(): { log: Logger; logs: LogFields[]; events(): string[] }
   };
 }
 
-/** Where the outbox is on the file system in memory. */
-export const PATH = "/data/messages.jsonl.outbox";
-
 /** A file system in memory with the outbox's directory. */
 export function memory(): MemoryFs {
   const fs = new MemoryFs();
@@ -44,10 +46,49 @@ export function memory(): MemoryFs {
   return fs;
 }
 
-/** Opens the outbox at {@linkcode PATH} on `fs`, logging to `log` (default: nowhere). */
-export function open(
-  fs: StorageFs,
-  options: Partial<OutboxOptions> = {},
-): ReturnType<typeof openOutbox> {
-  return openOutbox(PATH, { log: () => {}, fs, ...options });
+const _databases = new WeakMap<object, string>();
+const _dirs: string[] = [];
+globalThis.addEventListener("unload", () => {
+  for (const dir of _dirs) Deno.removeSync(dir, { recursive: true });
+});
+
+/**
+ * The text of the database (and its log) kept for `owner` by {@linkcode open}, as Latin-1, so a
+ * test can look for a sender's words in the file itself.
+ */
+export function databaseText(owner: object): string {
+  const path = _databases.get(owner);
+  if (path === undefined) throw new Error("no database was opened for this owner");
+  const decoder = new TextDecoder("latin1");
+  const read = (file: string) => {
+    try {
+      return decoder.decode(Deno.readFileSync(file));
+    } catch {
+      return "";
+    }
+  };
+  return read(path) + read(`${path}-wal`);
+}
+
+/** An outbox that closes its database. */
+export type TestOutbox = Outbox & { close(): Promise<void> };
+
+/**
+ * Opens the outbox kept for `owner` (a test's file system in memory, or any object standing for
+ * one service's state): a real database in a temporary directory, the same one each time the
+ * same owner is passed, so a reopen finds what the last open left.
+ */
+export async function open(
+  owner: object,
+  options: OutboxOptions = {},
+): Promise<TestOutbox> {
+  let path = _databases.get(owner);
+  if (path === undefined) {
+    const dir = Deno.makeTempDirSync({ prefix: "contactd-outbox-" });
+    _dirs.push(dir);
+    _databases.set(owner, path = `${dir}/messages.jsonl.db`);
+  }
+  const store = openLocalStore(path, { create: true });
+  const outbox = await openOutbox(store, options);
+  return Object.assign(outbox, { close: () => store.close() }) as TestOutbox;
 }

@@ -10,7 +10,6 @@ import {
   ForgottenIds,
   matches,
   parseForgetMatch,
-  pendingOnDisk,
 } from "../../lib/storage/erasure.ts";
 import { denoRewriteFs, type RewriteFs } from "../../lib/storage/rewrite.ts";
 import {
@@ -18,8 +17,7 @@ import {
   encodeAnswer,
   encodeRequest,
   FORGET_ANSWER_WAIT_MS,
-  FORGET_REQUEST_MAX_BYTES,
-  ForgetRequestPending,
+  FORGET_REQUEST,
   parseAnswer,
   parseRequest,
   serveForgetRequest,
@@ -27,9 +25,11 @@ import {
 import type { OutboxSubmission } from "../../lib/storage/outbox.ts";
 import type { LogFields } from "../../lib/log/logger.ts";
 import { MemoryFs } from "../support/memory_fs.ts";
-import { ledgerPath } from "../../lib/common/state_files.ts";
 import { type ChatDeletion, type Ledger, openLedger } from "../../lib/storage/ledger.ts";
-import { open, PATH as OUTBOX, submission } from "./_outbox_setup.ts";
+import type { Store } from "../../lib/storage/store.ts";
+import { openTempStore } from "../support/temp_store.ts";
+import { SCAN_FROM_KEY } from "../../lib/storage/recovery.ts";
+import { databaseText, open, submission } from "./_outbox_setup.ts";
 import { rewriteFs } from "./_rewrite_setup.ts";
 
 const BACKUP = "/data/messages.jsonl";
@@ -136,7 +136,7 @@ async function files() {
   return { memory, fs, calls, outbox, a, b, c };
 }
 
-Deno.test("erase removes the matching records (old ones without id too) and gives up the matching pending entries; the outbox keeps no line of them", async () => {
+Deno.test("erase removes the matching records (old ones without id too) and gives up the matching pending entries; the outbox's database keeps nothing of them", async () => {
   const { memory, fs, outbox, b, c } = await files();
   const { deps, lines } = depsOf(fs, outbox);
   const dry = await erase(deps, match("contact", "ann@example.org"), true);
@@ -149,7 +149,8 @@ Deno.test("erase removes the matching records (old ones without id too) and give
   assert.equal(memory.readText(BACKUP), recordOf(c));
   assert.equal(outbox.pendingCount, 1);
   assert.deepEqual([...outbox.entries()].filter((e) => e.done === false).map((e) => e.id), [c.id]);
-  const outboxText = memory.readText(OUTBOX);
+  // The database keeps nothing of them, in its file or its log (secure_delete, checkpoint).
+  const outboxText = databaseText(memory);
   assert.doesNotMatch(outboxText, /from Ann|Ann again|ann@example|ANN@example|2001:db8::7/i);
   assert.match(outboxText, /from Bo/);
   assert.ok(!outboxText.includes(b.id));
@@ -173,7 +174,7 @@ Deno.test("erase with the service stopped notes unanswered entries as recorded, 
   await outbox.close();
   const reopened = await open(memory);
   assert.deepEqual([...reopened.entries()], []);
-  assert.doesNotMatch(memory.readText(OUTBOX), /never answered/);
+  assert.doesNotMatch(databaseText(memory), /never answered/);
   await reopened.close();
 });
 
@@ -216,41 +217,6 @@ Deno.test("the forgotten ids are bounded: kept for their time, at most the cap, 
   assert.equal(forgotten.has("d"), false);
   forgotten.add("e");
   assert.equal(forgotten.size, 1);
-});
-
-Deno.test("a FIFO or a file over 64 KiB at MESSAGES_FILE.forget is refused at once, never read, and taken away", async () => {
-  const dir = await Deno.makeTempDir();
-  const messagesFile = `${dir}/messages.jsonl`;
-  try {
-    const made = await new Deno.Command("mkfifo", { args: [`${messagesFile}.forget`] }).output();
-    assert.ok(made.success);
-    const lines: LogFields[] = [];
-    const deps = {
-      appender: { exclusive: <T>(task: () => Promise<T>) => task() },
-      fs: denoRewriteFs,
-      path: messagesFile,
-      messagesFile,
-      outbox: {} as ErasureDeps["outbox"],
-      now: () => NOW,
-      log: (_: string, fields: LogFields) => void lines.push(fields),
-    };
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const served = await Promise.race([
-      serveForgetRequest(deps).then(() => "served"),
-      new Promise((resolve) => timer = setTimeout(() => resolve("stuck"), 3000)),
-    ]);
-    clearTimeout(timer);
-    assert.equal(served, "served");
-    assert.equal(lines[0]?.event, "forget_request_unreadable");
-    await assert.rejects(Deno.lstat(`${messagesFile}.forget`), Deno.errors.NotFound);
-
-    await Deno.writeTextFile(`${messagesFile}.forget`, " ".repeat(FORGET_REQUEST_MAX_BYTES) + "\n");
-    await serveForgetRequest(deps);
-    assert.equal(lines[1]?.event, "forget_request_unreadable");
-    await assert.rejects(Deno.lstat(`${messagesFile}.forget`), Deno.errors.NotFound);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 });
 
 Deno.test("erase says how many pending submissions wait on disk beyond the outbox's window, unsearched, and removes a rewrite's stale temporary file", async () => {
@@ -299,7 +265,7 @@ Deno.test("erase searches the pending submissions on disk beyond the outbox's wi
   const deps = {
     ...depsOf(fs, reopened).deps,
     forgotten,
-    pendingOnDisk: pendingOnDisk(OUTBOX, memory),
+    pendingOnDisk: () => reopened.waiting(),
   };
   const dry = await erase(deps, match("address", "198.51.100.9"), true);
   assert.deepEqual(dry, { records: 0, pending: 5 });
@@ -317,7 +283,7 @@ Deno.test("erase searches the pending submissions on disk beyond the outbox's wi
   await again.close();
 });
 
-Deno.test("forget requests and answers round-trip their files; a bad one is refused", () => {
+Deno.test("forget requests and answers round-trip their rows' text; a bad one is refused", () => {
   const request = { nonce: "n1", match: match("address", "2001:DB8::1"), dryRun: true };
   assert.deepEqual(parseRequest(encodeRequest(request)), {
     ...request,
@@ -334,62 +300,54 @@ Deno.test("forget requests and answers round-trip their files; a bad one is refu
   });
 });
 
-Deno.test("forget while the service runs: the command's request is performed by the service, answered, and both files are gone; the log has counts only", async () => {
-  const { memory, fs, calls, outbox, c } = await files();
+Deno.test("forget while the service runs: the command's request is performed by the service, answered, and its row is gone; the log has counts only", async () => {
+  const { memory, fs, outbox, c } = await files();
   const { deps, lines } = depsOf(fs, outbox);
-  const service = { ...deps, messagesFile: BACKUP };
+  await using temp = await openTempStore();
+  const service = { ...deps, store: temp };
+  await temp.run("meta.set", { key: SCAN_FROM_KEY, value: "123456" });
   let polls = 0;
   // The command's waits are the service's polls.
-  const requestModes: number[] = [];
   const sleep = async () => {
-    if (memory.exists(`${BACKUP}.forget`)) {
-      requestModes.push((await fs.lstat(`${BACKUP}.forget`)).mode! & 0o777);
-    }
     if (++polls % 2 === 0) await serveForgetRequest(service);
   };
-  const answer = await askService({ fs, messagesFile: BACKUP, sleep }, {
+  const answer = await askService({ store: temp, sleep, now: () => new Date(NOW) }, {
     nonce: "n-1",
     match: match("id", c.id),
     dryRun: false,
   });
   assert.deepEqual(answer, { nonce: "n-1", ok: true, outcome: { records: 1, pending: 1 } });
-  assert.equal(memory.exists(`${BACKUP}.forget`), false);
-  assert.equal(memory.exists(`${BACKUP}.forget.answer`), false);
-  // Never chowned (a chown by path follows a link the directory's owner swaps in): created 0644,
-  // readable by the service's user when forget runs as root.
-  assert.ok(!calls.some((call) => call.startsWith(`chown ${BACKUP}.forget`)), calls.join());
-  assert.ok(
-    requestModes.length > 0 && requestModes.every((mode) => mode === 0o644),
-    `${requestModes}`,
-  );
+  // The backup file was rewritten: the next start's search for unmarked records starts at its
+  // beginning.
+  assert.equal(await temp.run("meta.get", { key: SCAN_FROM_KEY }), "0");
+  assert.equal(await temp.run("requests.next", { kind: FORGET_REQUEST }), undefined);
+  assert.equal(await temp.run("requests.get", { seq: 1 }), undefined, "removed once read");
   assert.doesNotMatch(memory.readText(BACKUP), /from Bo/);
   assert.deepEqual(lines, [{ event: "forget", by: "id", dry_run: false, records: 1, pending: 1 }]);
   await outbox.close();
 });
 
-Deno.test("forget while the service runs: a request already waiting is refused, none is left behind when no answer comes, and a half-written one waits", async () => {
-  const memory = new MemoryFs();
-  memory.mkdir("/data");
-  const { fs } = rewriteFs(memory);
+Deno.test("forget while the service runs: none is left behind when no answer comes; a request the service cannot read is answered as invalid, naming no value", async () => {
+  await using temp = await openTempStore();
   const request = { nonce: "n", match: match("id", "x1"), dryRun: true };
   let waited = 0;
   const sleep = (ms: number) => (waited += ms, Promise.resolve());
-  assert.equal(await askService({ fs, messagesFile: BACKUP, sleep }, request), undefined);
+  const ask = { store: temp, sleep, now: () => new Date(NOW) };
+  assert.equal(await askService(ask, request), undefined);
   assert.ok(waited >= FORGET_ANSWER_WAIT_MS);
-  assert.equal(memory.exists(`${BACKUP}.forget`), false);
+  assert.equal(await temp.run("requests.next", { kind: FORGET_REQUEST }), undefined);
 
-  memory.writeText(`${BACKUP}.forget`, '{"nonce":"other"');
-  await assert.rejects(
-    askService({ fs, messagesFile: BACKUP, sleep }, request),
-    ForgetRequestPending,
-  );
-  // The service leaves a request still being written alone.
+  const seq = await temp.run("requests.add", {
+    kind: FORGET_REQUEST,
+    body: '{"nonce":"bad1","by":"name","value":"Ann Example","dry_run":false}',
+    created: "2026-11-27T10:00:00Z",
+  });
   const lines: LogFields[] = [];
   await serveForgetRequest({
     appender: { exclusive: (task) => task() },
-    fs,
+    fs: denoRewriteFs,
     path: BACKUP,
-    messagesFile: BACKUP,
+    store: temp,
     outbox: {
       entries: () => [][Symbol.iterator](),
       read: () => Promise.reject(new Error("none")),
@@ -400,27 +358,15 @@ Deno.test("forget while the service runs: a request already waiting is refused, 
     now: () => NOW,
     log: (_, fields) => void lines.push(fields),
   });
-  assert.equal(memory.exists(`${BACKUP}.forget`), true);
-  assert.deepEqual(lines, []);
-});
-
-Deno.test("a request file the service cannot read is logged once and taken away, not reported every poll", async () => {
-  const memory = new MemoryFs();
-  memory.mkdir("/data");
-  memory.writeText(`${BACKUP}.forget`, '{"nonce":"n"}\n');
-  const { fs } = rewriteFs(memory, (call) => {
-    if (call.op === "open" && call.path === `${BACKUP}.forget` && memory.exists(call.path)) {
-      throw new Deno.errors.PermissionDenied("another user's file");
-    }
+  assert.deepEqual(lines.map((line) => line.event), ["forget_request_invalid"]);
+  const state = await temp.run("requests.get", { seq });
+  assert.equal(state?.state, "failed");
+  assert.doesNotMatch(String(state?.answer), /Ann Example/);
+  assert.deepEqual(parseAnswer(state!.answer!), {
+    nonce: "bad1",
+    ok: false,
+    error: "invalid request: not a forget request",
   });
-  const outbox = await open(memory);
-  const { deps, lines } = depsOf(fs, outbox);
-  const service = { ...deps, messagesFile: BACKUP };
-  await serveForgetRequest(service);
-  await serveForgetRequest(service);
-  assert.deepEqual(lines.map((line) => line.event), ["forget_request_unreadable"]);
-  assert.equal(memory.exists(`${BACKUP}.forget`), false);
-  await outbox.close();
 });
 
 const CHAT = -1001234567890;
@@ -430,8 +376,13 @@ const CHAT = -1001234567890;
  * two submissions only the ledger still knows: `z9` (contact Ann's, its record gone) and `y8`
  * (another contact, its record naming Ann's address in another field).
  */
-async function withLedger(memory: MemoryFs, a: OutboxSubmission, c: OutboxSubmission) {
-  const ledger = await openLedger(ledgerPath(BACKUP), { fs: memory, log: () => {} });
+async function withLedger(
+  memory: MemoryFs,
+  store: Store,
+  a: OutboxSubmission,
+  c: OutboxSubmission,
+) {
+  const ledger = await openLedger(store);
   const sent = (id: string, messageId: number, first: boolean, contact: string) =>
     ledger.noteSent({ id, ts: a.ts, chat: CHAT, messageId, first, ip: "192.0.2.1", contact });
   await sent(a.id, 10, true, a.contact);
@@ -452,7 +403,8 @@ async function withLedger(memory: MemoryFs, a: OutboxSubmission, c: OutboxSubmis
 
 Deno.test("erase forgets the chat ledger entries of the submissions it found and of those the ledger matches itself; a dry run only counts; the service is told what to delete from the chat", async () => {
   const { memory, fs, outbox, a, b, c } = await files();
-  const ledger = await withLedger(memory, a, c);
+  await using store = await openTempStore();
+  const ledger = await withLedger(memory, store, a, c);
   const told: ChatDeletion[][] = [];
   const seen: Array<[string, string[], boolean]> = [];
   const blocked = {
@@ -468,7 +420,8 @@ Deno.test("erase forgets the chat ledger entries of the submissions it found and
     onChatDeletions: (deletions: ChatDeletion[]) => void told.push(deletions),
     extra: [blocked, { name: "replies" }],
   };
-  const ledgerText = memory.readText(ledgerPath(BACKUP));
+  const rows = () => store.run("ledger.list", undefined);
+  const ledgerRows = await rows();
   const dry = await erase(deps, match("contact", "ann@example.org"), true);
   assert.deepEqual(dry, {
     records: 4,
@@ -477,7 +430,7 @@ Deno.test("erase forgets the chat ledger entries of the submissions it found and
     chatMessages: 4,
     extra: { blocked: 2 },
   });
-  assert.equal(memory.readText(ledgerPath(BACKUP)), ledgerText);
+  assert.deepEqual(await rows(), ledgerRows);
   assert.equal(ledger.get(a.id)?.id, a.id);
   assert.deepEqual(told, []);
 
@@ -487,7 +440,8 @@ Deno.test("erase forgets the chat ledger entries of the submissions it found and
   const ids = [a.id, b.id, "y8", "z9"].sort();
   assert.deepEqual(seen, [["blocked", ids, true], ["blocked", ids, false]]);
   assert.deepEqual([...ledger.entries()].map((entry) => entry.id), [c.id]);
-  const text = memory.readText(ledgerPath(BACKUP));
+  await store.checkpoint();
+  const text = new TextDecoder("latin1").decode(await Deno.readFile(store.path));
   for (const trace of [a.id, "z9", "y8", "ann@example.org", "Ann@Example.org", "@ann"]) {
     assert.ok(!text.includes(trace), trace);
   }
@@ -498,12 +452,13 @@ Deno.test("erase forgets the chat ledger entries of the submissions it found and
 
 Deno.test("forget while the service runs with the chat ledger: the answer and the log carry the chat counts, and the bot is handed the messages to delete", async () => {
   const { memory, fs, outbox, a, c } = await files();
-  const ledger: Ledger = await withLedger(memory, a, c);
+  await using store = await openTempStore();
+  const ledger: Ledger = await withLedger(memory, store, a, c);
   const told: ChatDeletion[][] = [];
   const { deps, lines } = depsOf(fs, outbox);
   const service = {
     ...deps,
-    messagesFile: BACKUP,
+    store,
     ledger,
     onChatDeletions: (deletions: ChatDeletion[]) => void told.push(deletions),
   };
@@ -512,7 +467,10 @@ Deno.test("forget while the service runs with the chat ledger: the answer and th
     if (++polls % 2 === 0) await serveForgetRequest(service);
   };
   const ask = (id: string, dryRun: boolean) =>
-    askService({ fs, messagesFile: BACKUP, sleep }, { nonce: id, match: match("id", id), dryRun });
+    askService(
+      { store, sleep, now: () => new Date(NOW) },
+      { nonce: id, match: match("id", id), dryRun },
+    );
   assert.deepEqual(await ask(c.id, true), {
     nonce: c.id,
     ok: true,
@@ -546,4 +504,65 @@ Deno.test("a forget answer round-trips the chat counts and the other files' coun
     outcome: { records: 1, pending: 0, chatEntries: 2, chatMessages: 3, extra: { blocked: 4 } },
   };
   assert.deepEqual(parseAnswer(encodeAnswer(answer)), answer);
+});
+
+Deno.test("forget while the service runs waits past the first 30 s while the service works on the request, and a request a stopped service was working on is taken again at its next start", async () => {
+  await using temp = await openTempStore();
+  const request = { nonce: "n2", match: match("id", "x1"), dryRun: false };
+  let waited = 0;
+  let taken: { seq: number } | undefined;
+  const sleep = async (ms: number) => {
+    waited += ms;
+    // The service takes it at once, works 45 s (a large backup file), then answers.
+    taken ??= await temp.run("requests.next", { kind: FORGET_REQUEST });
+    if (waited >= 45_000 && taken !== undefined) {
+      await temp.run("requests.answer", {
+        seq: taken.seq,
+        state: "done",
+        answer: encodeAnswer({ nonce: "n2", ok: true, outcome: { records: 1, pending: 0 } }),
+      });
+    }
+  };
+  const answer = await askService({ store: temp, sleep, now: () => new Date(NOW) }, request);
+  assert.deepEqual(answer, { nonce: "n2", ok: true, outcome: { records: 1, pending: 0 } });
+  assert.ok(waited > FORGET_ANSWER_WAIT_MS);
+
+  const seq = await temp.run("requests.add", {
+    kind: FORGET_REQUEST,
+    body: encodeRequest({ ...request, nonce: "n3" }),
+    created: "2026-11-27T10:00:00Z",
+  });
+  assert.equal((await temp.run("requests.next", { kind: FORGET_REQUEST }))?.seq, seq);
+  assert.equal(await temp.run("requests.next", { kind: FORGET_REQUEST }), undefined, "working");
+  // The service stopped while working on it: its next start takes it again.
+  assert.equal(await temp.run("requests.reset", undefined), 1);
+  assert.equal((await temp.run("requests.next", { kind: FORGET_REQUEST }))?.seq, seq);
+});
+
+Deno.test("erase deletes a matching submission beyond the outbox's window outright: its text is gone from the database and no recovery writes it back", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  const { fs } = rewriteFs(memory);
+  const outbox = await open(memory, { window: 1 });
+  const all = [];
+  for (let i = 0; i < 3; i++) {
+    // Never recorded: a crash before their records (the service stopped since).
+    const s = { ...submission(`secret-${i}`), contact: i === 2 ? "gone@example.org" : "x@y.org" };
+    all.push(s);
+    await outbox.add(s);
+  }
+  memory.writeText(BACKUP, "");
+  const deps = { ...depsOf(fs, outbox).deps, stopped: true, pendingOnDisk: () => outbox.waiting() };
+  assert.deepEqual(await erase(deps, match("contact", "gone@example.org"), false), {
+    records: 0,
+    pending: 1,
+  });
+  assert.doesNotMatch(databaseText(memory), /secret-2/);
+  await outbox.close();
+  const reopened = await open(memory, { window: 1 });
+  const waiting: string[] = [];
+  for await (const s of reopened.waiting()) waiting.push(s.id);
+  assert.deepEqual(waiting, [all[0]!.id, all[1]!.id], "nothing of it left to deliver or record");
+  assert.equal(reopened.pendingCount, 2);
+  await reopened.close();
 });

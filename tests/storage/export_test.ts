@@ -2,13 +2,43 @@ import assert from "node:assert/strict";
 import {
   CSV_COLUMNS,
   DEFAULT_FORM,
-  exportText,
+  type ExportFilter,
+  type ExportFormat,
+  exportRecords,
   parseSince,
-  selectRecords,
 } from "../../lib/storage/export.ts";
 import { parseRecordLine, splitLines } from "../../lib/storage/records.ts";
 import { formatRecord } from "../../lib/storage/backup.ts";
 import { parseCsv } from "../support/csv.ts";
+import { MemoryFs } from "../support/memory_fs.ts";
+import { MAX_LINE_BYTES, READ_CHUNK_BYTES } from "../../lib/common/line_reader.ts";
+
+/**
+ * The export of a backup file holding `text`, streamed in reads of `chunkBytes` (small: lines
+ * cross reads), and how many writes it took.
+ */
+async function exportOf(
+  text: string,
+  filter: ExportFilter,
+  format: ExportFormat = "jsonl",
+  chunkBytes = 7,
+) {
+  const memory = new MemoryFs();
+  memory.writeText("/messages.jsonl", text);
+  const writes: string[] = [];
+  const counts = await exportRecords(
+    await memory.open("/messages.jsonl", { read: true }),
+    filter,
+    format,
+    (chunk) => writes.push(chunk),
+    { chunkBytes },
+  );
+  return { ...counts, text: writes.join(""), writes: writes.length };
+}
+
+/** The ids of a JSON lines export. */
+const idsOf = (jsonl: string) =>
+  jsonl.trimEnd().split("\n").filter((l) => l).map((l) => JSON.parse(l).id);
 
 const base = {
   name: "Ann",
@@ -78,39 +108,36 @@ Deno.test("parseSince takes a date (midnight UTC) or a time with its zone, and n
   }
 });
 
-Deno.test("selectRecords keeps file order, cuts by --since and --form (no form key is the default form), and counts damaged lines", () => {
+Deno.test("an export keeps file order, cuts by --since and --form (no form key is the default form), and counts damaged lines", async () => {
   const text = OLD + "not json\n" + NEW + SALES + '{"ts":"2026-11-22T0';
-  const all = selectRecords(text, {});
-  assert.deepEqual(all.records.map((r) => r.line + "\n"), [OLD, NEW, SALES]);
+  const all = await exportOf(text, {});
+  assert.equal(all.text, OLD + NEW + SALES);
+  assert.equal(all.records, 3);
   assert.equal(all.damaged, 1);
-  const since = selectRecords(text, { since: Date.UTC(2026, 10, 20, 10) });
-  assert.deepEqual(since.records.map((r) => r.id), ["aaaa1111", "bbbb2222"]);
+  const since = await exportOf(text, { since: Date.UTC(2026, 10, 20, 10) });
+  assert.deepEqual(idsOf(since.text), ["aaaa1111", "bbbb2222"]);
   // The cut is inclusive: a record at the instant is in.
   assert.deepEqual(
-    selectRecords(text, { since: Date.UTC(2026, 10, 20, 10, 0, 1) }).records.map((r) => r.id),
+    idsOf((await exportOf(text, { since: Date.UTC(2026, 10, 20, 10, 0, 1) })).text),
     ["bbbb2222"],
   );
-  assert.deepEqual(
-    selectRecords(text, { form: DEFAULT_FORM }).records.map((r) => r.line + "\n"),
-    [OLD, NEW],
-  );
-  assert.deepEqual(selectRecords(text, { form: "sales" }).records.map((r) => r.id), ["bbbb2222"]);
-  assert.deepEqual(selectRecords(text, { form: "support" }).records, []);
+  assert.equal((await exportOf(text, { form: DEFAULT_FORM })).text, OLD + NEW);
+  assert.deepEqual(idsOf((await exportOf(text, { form: "sales" })).text), ["bbbb2222"]);
+  assert.equal((await exportOf(text, { form: "support" })).records, 0);
   // A record whose ts is not a time is never "since" anything.
   const odd = '{"ts":"soon","name":"x"}\n';
-  assert.equal(selectRecords(odd, {}).records.length, 1);
-  assert.equal(selectRecords(odd, { since: 0 }).records.length, 0);
+  assert.equal((await exportOf(odd, {})).records, 1);
+  assert.equal((await exportOf(odd, { since: 0 })).records, 0);
 });
 
-Deno.test("exportText jsonl writes the selected lines exactly as they are in the file", () => {
+Deno.test("a JSON lines export writes the selected lines exactly as they are in the file", async () => {
   const text = OLD + NEW + SALES;
-  assert.equal(exportText(selectRecords(text, {}).records, "jsonl"), text);
-  assert.equal(exportText([], "jsonl"), "");
+  assert.equal((await exportOf(text, {})).text, text);
+  assert.equal((await exportOf("", {})).text, "");
 });
 
-Deno.test("exportText csv: a header, one CRLF row per record, extra fields as columns, every value back as it was or neutralised", () => {
-  const records = selectRecords(OLD + NEW + SALES, {}).records;
-  const csv = exportText(records, "csv");
+Deno.test("a CSV export: a header, one CRLF row per record, extra fields as columns, every value back as it was or neutralised", async () => {
+  const csv = (await exportOf(OLD + NEW + SALES, {}, "csv")).text;
   assert.ok(csv.endsWith("\r\n"));
   const rows = parseCsv(csv);
   assert.deepEqual(rows[0], [...CSV_COLUMNS, "fields.subject", "fields.phone"]);
@@ -137,10 +164,10 @@ Deno.test("exportText csv: a header, one CRLF row per record, extra fields as co
   assert.equal(byColumn[2]!["fields.subject"], "'=cmd|' /C calc'!A0");
   assert.equal(byColumn[2]!["fields.phone"], "'+1 555");
   // Nothing but the header when nothing is selected.
-  assert.equal(exportText([], "csv"), CSV_COLUMNS.join(",") + "\r\n");
+  assert.equal((await exportOf("", {}, "csv")).text, CSV_COLUMNS.join(",") + "\r\n");
 });
 
-Deno.test("exportText csv: a sender's field named like an Object method (constructor, toString) is a column like any other, never a crash", () => {
+Deno.test("a CSV export: a sender's field named like an Object method (constructor, toString) is a column like any other, never a crash", async () => {
   const line = (fields: Record<string, string>) =>
     JSON.stringify({
       ts: "2026-11-01T08:00:00Z",
@@ -153,7 +180,7 @@ Deno.test("exportText csv: a sender's field named like an Object method (constru
       fields,
     }) + "\n";
   const text = line({ constructor: "x", toString: "y" }) + line({ phone: "1" });
-  const rows = parseCsv(exportText(selectRecords(text, {}).records, "csv"));
+  const rows = parseCsv((await exportOf(text, {}, "csv")).text);
   const header = rows[0]!;
   const cell = (row: number, column: string) => rows[row]![header.indexOf(column)];
   assert.equal(cell(1, "fields.constructor"), "x");
@@ -161,4 +188,45 @@ Deno.test("exportText csv: a sender's field named like an Object method (constru
   assert.equal(cell(2, "fields.constructor"), "");
   assert.equal(cell(2, "fields.toString"), "");
   assert.equal(cell(2, "fields.phone"), "1");
+});
+
+Deno.test("an export of a file of many reads streams it: the same lines, handed on in batches, never the whole file at once", async () => {
+  const text = Array.from({ length: 2000 }, (_, i) => NEW.replace("aaaa1111", `id${i}`)).join("");
+  assert.ok(text.length > 4 * READ_CHUNK_BYTES);
+  const jsonl = await exportOf(text, {}, "jsonl", READ_CHUNK_BYTES);
+  assert.equal(jsonl.text, text);
+  assert.equal(jsonl.records, 2000);
+  assert.ok(jsonl.writes > 1, "written as it is read");
+  assert.ok(jsonl.writes < 100, "in batches, not a write a line");
+  const csv = await exportOf(text, {}, "csv", READ_CHUNK_BYTES);
+  assert.equal(csv.records, 2000);
+  assert.equal(parseCsv(csv.text).length, 2001);
+  assert.ok(csv.writes > 1);
+});
+
+Deno.test("an export skips and counts a line over the cap as damaged, and reads the records after it", async () => {
+  const huge = `{"ts":"2026-11-20T10:00:00Z","message":"${"x".repeat(MAX_LINE_BYTES)}"}\n`;
+  const out = await exportOf(OLD + huge + NEW, {}, "jsonl", READ_CHUNK_BYTES);
+  assert.equal(out.text, OLD + NEW);
+  assert.deepEqual([out.records, out.damaged], [2, 1]);
+});
+
+Deno.test("a CSV export's rows stop where its first pass stopped: a record appended meanwhile is left for the next export, its columns never missing from the header", async () => {
+  const memory = new MemoryFs();
+  memory.writeText("/messages.jsonl", OLD + NEW);
+  const file = await memory.open("/messages.jsonl", { read: true });
+  const source = {
+    read: (into: Uint8Array) => file.read(into),
+    seek: (offset: number, whence: Deno.SeekMode) => {
+      // Between the passes: the service appends a record with a field no header names.
+      memory.writeText("/messages.jsonl", OLD + NEW + SALES);
+      return file.seek(offset, whence);
+    },
+  };
+  const writes: string[] = [];
+  const counts = await exportRecords(source, {}, "csv", (text) => writes.push(text));
+  const rows = parseCsv(writes.join(""));
+  assert.deepEqual(rows[0], [...CSV_COLUMNS]);
+  assert.deepEqual(rows.slice(1).map((row) => row[1]), ["", "aaaa1111"]);
+  assert.deepEqual(counts, { records: 2, damaged: 0 });
 });

@@ -1,19 +1,16 @@
 /**
- * The chat ledger's lines and their fold: parts sent, redeliveries, states, deletions, the
- * compacted text, and what erasure leaves of an entry (a delete line without the submission).
+ * The chat ledger's lines (the file an older release kept) and their fold: parts sent,
+ * redeliveries, states, deletions, damaged lines.
  */
 import assert from "node:assert/strict";
 import {
   addPart,
   applyLine,
-  compactedText,
   deletedLine,
   deleteLine,
   emptyFold,
-  forgetEntries,
   type LedgerFold,
   pendingDeletions,
-  pruneEntries,
   sentLine,
   type SentPart,
   setEntryState,
@@ -79,26 +76,6 @@ Deno.test("a state line sets the state with who set it and when; one for an entr
   assert.equal(setEntryState(folded, "gone", "open", owner, "x"), false);
 });
 
-Deno.test("forgetting an entry leaves only a delete line: chat and message ids, never the submission id, contact, address or form", () => {
-  const folded = emptyFold();
-  addPart(folded, part("k3x9q2ab", 10, true));
-  addPart(folded, part("k3x9q2ab", 11, false));
-  addPart(folded, part("other", 12, true, 555));
-  const deletions = forgetEntries(folded, new Set(["k3x9q2ab", "never-sent"]));
-  assert.deepEqual(deletions, [{ chat: CHAT, messages: [10, 11] }]);
-  const text = compactedText(folded);
-  const lines = text.split("\n").filter((line) => line !== "");
-  assert.equal(lines.length, 2);
-  assert.deepEqual(JSON.parse(lines[1]!), { op: "delete", chat: CHAT, messages: [10, 11] });
-  for (const trace of ["k3x9q2ab", "ann@example.org", "2001:db8::7", "support"]) {
-    assert.ok(!lines[1]!.includes(trace), trace);
-  }
-  // The other entry is whole; folded back, the text gives the same ledger.
-  const again = fold(text).fold;
-  assert.deepEqual(again, folded);
-  assert.deepEqual(pendingDeletions(again), [{ chat: CHAT, messages: [10, 11] }]);
-});
-
 Deno.test("a deleted line takes its messages out of those waiting; a chat with none left waits no more", () => {
   const text = deleteLine({ chat: CHAT, messages: [10, 11] }) +
     deleteLine({ chat: 7, messages: [3] }) + deleteLine({ chat: CHAT, messages: [11, 12] }) +
@@ -125,16 +102,4 @@ Deno.test("a part sent to another chat starts the entry afresh there: the old ch
   addPart(folded, part("a1", 10, true, 1));
   const entry = addPart(folded, part("a1", 99, true, 2));
   assert.deepEqual([entry.chat, entry.buttons, entry.messages], [2, [99], [99]]);
-});
-
-Deno.test("prune takes out entries before the cut; one at the cut stays, and so does one whose ts is not a time", () => {
-  const folded = emptyFold();
-  const at = (id: string, ts: string) => addPart(folded, { ...part(id, id.length, true), ts });
-  at("old", "2026-08-01T00:00:00Z");
-  at("cut", "2026-09-01T00:00:00Z");
-  at("new", "2026-11-01T00:00:00Z");
-  at("junk", "yesterday");
-  assert.equal(pruneEntries(folded, Date.UTC(2026, 8, 1)), 1);
-  assert.deepEqual([...folded.entries.keys()], ["cut", "new", "junk"]);
-  assert.deepEqual(pendingDeletions(folded), []);
 });

@@ -1,23 +1,18 @@
 /**
- * The chat ledger's file: kept across restarts, compacted at open with its mode, never through a
- * link, a torn last line tolerated, every part found by its message, pruned by age, and erasure
- * leaving only the deletions waiting (no submission id).
+ * The chat ledger on the database: kept across a reopen, every part found by its message, a part
+ * in another chat starting the entry afresh, pruned by age, erasure leaving only the deletions
+ * waiting (no submission id, nothing of it in the file), late parts of an erased submission
+ * deleted, and a write that fails changing nothing in memory. The old file's reader for the
+ * import.
  */
 import assert from "node:assert/strict";
-import type { LogFields } from "../../lib/log/logger.ts";
 import { ledgerPath } from "../../lib/common/state_files.ts";
-import {
-  type Ledger,
-  ledgerTemporaryPath,
-  openLedger,
-  readLedger,
-  type SentPart,
-} from "../../lib/storage/ledger.ts";
+import { type Ledger, openLedger, readLedger, type SentPart } from "../../lib/storage/ledger.ts";
 import { sentLine } from "../../lib/storage/ledger_lines.ts";
-import type { StorageFs } from "../../lib/storage/file_system.ts";
-import { hookFs, MemoryFs } from "../support/memory_fs.ts";
+import { openLocalStore, StoreError } from "../../lib/storage/store.ts";
+import { MemoryFs } from "../support/memory_fs.ts";
+import { failingStore, withTempStore } from "../support/temp_store.ts";
 
-const PATH = ledgerPath("/data/messages.jsonl");
 const CHAT = -1001234567890;
 const OWNER = { id: 42, name: "Owner" };
 
@@ -33,214 +28,205 @@ function part(id: string, messageId: number, first: boolean, ts = "2026-11-25T12
   } satisfies SentPart;
 }
 
-function setup() {
-  const memory = new MemoryFs();
-  memory.mkdir("/data");
-  const lines: LogFields[] = [];
-  const log = (_level: string, fields: LogFields) => void lines.push(fields);
-  const open = (fs: StorageFs = memory, onLoose?: (mode: number) => void) =>
-    openLedger(PATH, { fs, log, ...(onLoose === undefined ? {} : { onLoose }) });
-  return { memory, lines, open };
-}
-
-/** The ledger file's lines, parsed. */
-function fileLines(memory: MemoryFs): Record<string, unknown>[] {
-  return memory.readText(PATH).split("\n").filter((line) => line !== "").map((line) =>
-    JSON.parse(line)
-  );
-}
-
 async function sendTwo(ledger: Ledger): Promise<void> {
   await ledger.noteSent(part("a1", 10, true));
   await ledger.noteSent(part("a1", 11, false));
   await ledger.noteSent(part("b2", 12, true));
 }
 
-Deno.test("the ledger is created 0600 and keeps parts, redeliveries and states across a reopen, one line per live entry after it", async () => {
-  const { memory, open } = setup();
-  const ledger = await open();
-  await sendTwo(ledger);
-  await ledger.noteSent(part("a1", 20, true)); // redelivered
-  await ledger.setState("a1", "handled", OWNER, "2026-11-25T12:05:00Z");
-  await ledger.setState("zz", "spam", OWNER, "2026-11-25T12:06:00Z"); // not held: nothing
-  await ledger.close();
-  assert.equal((await memory.lstat(PATH)).mode, 0o600);
-  assert.equal(fileLines(memory).length, 5);
+Deno.test("the ledger keeps parts, redeliveries and states across a reopen of the database; a closed ledger writes nothing", async () => {
+  await withTempStore(async ({ store, path }) => {
+    const ledger = await openLedger(store);
+    await sendTwo(ledger);
+    await ledger.noteSent(part("a1", 20, true)); // redelivered
+    await ledger.noteSent({ ...part("c3", 30, true), form: "support" });
+    await ledger.setState("a1", "handled", OWNER, "2026-11-25T12:05:00Z");
+    await ledger.setState("zz", "spam", OWNER, "2026-11-25T12:06:00Z"); // not held: nothing
+    const expected = {
+      id: "a1",
+      ts: "2026-11-25T12:00:00Z",
+      chat: CHAT,
+      buttons: [10, 20],
+      messages: [10, 11, 20],
+      ip: "203.0.113.7",
+      contact: "ann@example.org",
+      state: "handled",
+      by: 42,
+      byName: "Owner",
+      at: "2026-11-25T12:05:00Z",
+    };
+    assert.deepEqual(ledger.get("a1"), expected);
+    await ledger.close();
+    await assert.rejects(ledger.noteSent(part("d4", 40, true)), Deno.errors.BadResource);
 
-  const again = await open();
-  assert.deepEqual(again.get("a1"), {
-    id: "a1",
-    ts: "2026-11-25T12:00:00Z",
-    chat: CHAT,
-    buttons: [10, 20],
-    messages: [10, 11, 20],
-    ip: "203.0.113.7",
-    contact: "ann@example.org",
-    state: "handled",
-    by: 42,
-    byName: "Owner",
-    at: "2026-11-25T12:05:00Z",
+    const reopened = openLocalStore(path, { create: false });
+    try {
+      const again = await openLedger(reopened);
+      assert.deepEqual(again.get("a1"), expected);
+      assert.equal(again.get("b2")?.state, "open");
+      assert.equal(again.get("c3")?.form, "support");
+      assert.equal(again.get("zz"), undefined);
+      assert.equal(again.get("d4"), undefined);
+      assert.deepEqual([...again.entries()].map((entry) => entry.id), ["a1", "b2", "c3"]);
+      assert.deepEqual(again.byMessage(CHAT, 20)?.id, "a1");
+    } finally {
+      await reopened.close();
+    }
   });
-  assert.equal(again.get("b2")?.state, "open");
-  assert.equal(again.get("zz"), undefined);
-  assert.deepEqual(fileLines(memory).map((line) => [line.op, line.id]), [
-    ["entry", "a1"],
-    ["entry", "b2"],
-  ]);
-  await again.close();
-  await assert.rejects(again.noteSent(part("c3", 30, true)), Deno.errors.BadResource);
 });
 
 Deno.test("byMessage finds the entry by every part's message in its chat, and nothing for another chat or an unknown message", async () => {
-  const { open } = setup();
-  const ledger = await open();
-  await sendTwo(ledger);
-  assert.equal(ledger.byMessage(CHAT, 10)?.id, "a1");
-  assert.equal(ledger.byMessage(CHAT, 11)?.id, "a1");
-  assert.equal(ledger.byMessage(CHAT, 12)?.id, "b2");
-  assert.equal(ledger.byMessage(CHAT + 1, 10), undefined);
-  assert.equal(ledger.byMessage(CHAT, 13), undefined);
-  assert.deepEqual(ledger.get("a1")?.buttons, [10]);
-  await ledger.close();
-  const again = await setup().open(); // another file system: nothing there
-  assert.equal(again.byMessage(CHAT, 10), undefined);
+  await withTempStore(async ({ store }) => {
+    const ledger = await openLedger(store);
+    await sendTwo(ledger);
+    assert.equal(ledger.byMessage(CHAT, 10)?.id, "a1");
+    assert.equal(ledger.byMessage(CHAT, 11)?.id, "a1");
+    assert.equal(ledger.byMessage(CHAT, 12)?.id, "b2");
+    assert.equal(ledger.byMessage(CHAT + 1, 10), undefined);
+    assert.equal(ledger.byMessage(CHAT, 13), undefined);
+    assert.deepEqual(ledger.get("a1")?.buttons, [10]);
+    // The same from the database: a ledger opened on it.
+    const again = await openLedger(store);
+    assert.equal(again.byMessage(CHAT, 11)?.id, "a1");
+    assert.equal(again.byMessage(CHAT + 1, 10), undefined);
+  });
+  await withTempStore(async ({ store }) => {
+    assert.equal((await openLedger(store)).byMessage(CHAT, 10), undefined); // a new database
+  });
 });
 
-Deno.test("a torn last line is skipped and logged ledger_damaged_line, and the compaction at open leaves whole lines only", async () => {
-  const { memory, open, lines } = setup();
-  memory.writeText(PATH, sentLine(part("a1", 10, true)) + "{not json\n" + '{"op":"sent","id":"b');
-  const ledger = await open();
-  assert.deepEqual(lines, [
-    { event: "ledger_damaged_line", line: 2 },
-    { event: "ledger_damaged_line", line: 3, torn: true },
-  ]);
-  assert.equal(ledger.get("a1")?.messages.length, 1);
-  await ledger.noteSent(part("c3", 30, true));
-  assert.ok(memory.readText(PATH).endsWith("\n"));
-  assert.deepEqual(fileLines(memory).map((line) => line.id), ["a1", "c3"]);
-  await ledger.close();
+Deno.test("a part sent to another chat starts the entry afresh there, its state kept: the old chat's message ids are no longer its", async () => {
+  await withTempStore(async ({ store }) => {
+    const ledger = await openLedger(store);
+    await sendTwo(ledger);
+    await ledger.setState("a1", "spam", OWNER, "2026-11-25T12:05:00Z");
+    await ledger.noteSent({ ...part("a1", 50, true), chat: 555 });
+    for (const seen of [ledger, await openLedger(store)]) {
+      const entry = seen.get("a1");
+      assert.deepEqual([entry?.chat, entry?.buttons, entry?.messages], [555, [50], [50]]);
+      assert.equal(entry?.state, "spam");
+      assert.equal(seen.byMessage(CHAT, 10), undefined);
+      assert.equal(seen.byMessage(555, 50)?.id, "a1");
+    }
+  });
 });
 
-Deno.test("compaction keeps the file's mode (a loose one is told, never loosened), and the ledger never goes through a link", async () => {
-  const { memory, open } = setup();
-  // Made 0640 by its owner (writeText keeps an existing file's inode and mode).
-  (await memory.open(PATH, { write: true, create: true, mode: 0o640 })).close();
-  memory.writeText(PATH, sentLine(part("a1", 10, true)) + sentLine(part("a1", 11, false)));
-  const before = await memory.lstat(PATH);
-  const loose: number[] = [];
-  await (await open(memory, (mode) => loose.push(mode))).close();
-  assert.deepEqual(loose, [0o640]);
-  const after = await memory.lstat(PATH);
-  assert.equal(after.mode, 0o640);
-  assert.notEqual(after.ino, before.ino); // replaced by the compaction
-  assert.equal(fileLines(memory).length, 1);
-
-  // A link at the ledger's path is refused; one at its temporary file is removed, not followed.
-  const linked = setup();
-  linked.memory.writeText("/data/target", "keep\n");
-  linked.memory.symlink("/data/target", PATH);
-  await assert.rejects(linked.open(), Deno.errors.PermissionDenied);
-  assert.equal(linked.memory.readText("/data/target"), "keep\n");
-  const temp = setup();
-  temp.memory.writeText("/data/target", "keep\n");
-  temp.memory.writeText(PATH, sentLine(part("a1", 10, true)));
-  temp.memory.symlink("/data/target", ledgerTemporaryPath(PATH));
-  await (await temp.open()).close();
-  assert.equal(temp.memory.readText("/data/target"), "keep\n");
-  assert.equal(temp.memory.exists(ledgerTemporaryPath(PATH)), false);
-  assert.equal(fileLines(temp.memory)[0]?.op, "entry");
+Deno.test("prune removes the entries before the cut (not one at the cut, nor one whose ts is not a time); their messages are not deleted from the chat", async () => {
+  await withTempStore(async ({ store }) => {
+    const ledger = await openLedger(store);
+    await ledger.noteSent(part("old", 10, true, "2026-08-01T00:00:00Z"));
+    await ledger.noteSent(part("cut", 14, true, "2026-08-25T00:00:00Z"));
+    await ledger.noteSent(part("new", 11, true, "2026-11-20T00:00:00Z"));
+    await ledger.noteSent(part("odd", 13, true, "not a time"));
+    assert.equal(await ledger.prune(Date.UTC(2026, 7, 25)), 1);
+    assert.equal(await ledger.prune(Date.UTC(2026, 7, 25)), 0);
+    assert.equal(ledger.get("old"), undefined);
+    assert.equal(ledger.byMessage(CHAT, 10), undefined);
+    assert.equal(ledger.get("new")?.id, "new");
+    assert.deepEqual(ledger.pendingDeletions(), []);
+    await ledger.noteSent(part("later", 12, true));
+    const again = await openLedger(store);
+    const kept = ["cut", "new", "odd", "later"];
+    assert.deepEqual([...again.entries()].map((entry) => entry.id), kept);
+    assert.deepEqual(again.pendingDeletions(), []);
+  });
 });
 
-Deno.test("prune removes the entries before the cut and rewrites the file; their messages are not deleted from the chat", async () => {
-  const { memory, open } = setup();
-  const ledger = await open();
-  await ledger.noteSent(part("old", 10, true, "2026-08-01T00:00:00Z"));
-  await ledger.noteSent(part("new", 11, true, "2026-11-20T00:00:00Z"));
-  assert.equal(await ledger.prune(Date.UTC(2026, 7, 25)), 1);
-  assert.equal(await ledger.prune(Date.UTC(2026, 7, 25)), 0);
-  assert.equal(ledger.get("old"), undefined);
-  assert.equal(ledger.byMessage(CHAT, 10), undefined);
-  assert.equal(ledger.get("new")?.id, "new");
-  assert.deepEqual(ledger.pendingDeletions(), []);
-  assert.deepEqual(fileLines(memory).map((line) => line.id), ["new"]);
-  await ledger.noteSent(part("later", 12, true));
-  assert.deepEqual(fileLines(memory).map((line) => line.id), ["new", "later"]);
-  await ledger.close();
-});
+Deno.test("forget removes the entries and returns their messages to delete; only deletions without the submission stay, in the file too, until deleted marks them done", async () => {
+  await withTempStore(async ({ store, path }) => {
+    const ledger = await openLedger(store);
+    await ledger.noteSent({ ...part("k3x9q2ab", 10, true), contact: "zoe-secret@example.org" });
+    await ledger.noteSent(part("k3x9q2ab", 11, false));
+    await ledger.noteSent(part("b2", 12, true));
+    assert.deepEqual(await ledger.forget(new Set(["nothing"])), []);
+    const deletions = await ledger.forget(new Set(["k3x9q2ab"]));
+    assert.deepEqual(deletions, [{ chat: CHAT, messages: [10, 11] }]);
+    assert.equal(ledger.get("k3x9q2ab"), undefined);
+    assert.equal(ledger.byMessage(CHAT, 11), undefined);
+    assert.deepEqual(ledger.pendingDeletions(), deletions);
+    await store.checkpoint();
+    for (const file of [path, `${path}-wal`]) {
+      const text = new TextDecoder("latin1").decode(
+        await Deno.readFile(file).catch(() => new Uint8Array()),
+      );
+      for (const trace of ["k3x9q2ab", "zoe-secret"]) assert.ok(!text.includes(trace), file);
+    }
 
-Deno.test("forget removes the entries and returns their messages to delete; the file keeps only delete lines without the submission, until deleted marks them done", async () => {
-  const { memory, open } = setup();
-  const ledger = await open();
-  await sendTwo(ledger);
-  assert.deepEqual(await ledger.forget(new Set(["nothing"])), []);
-  const deletions = await ledger.forget(new Set(["a1"]));
-  assert.deepEqual(deletions, [{ chat: CHAT, messages: [10, 11] }]);
-  assert.equal(ledger.get("a1"), undefined);
-  assert.equal(ledger.byMessage(CHAT, 11), undefined);
-  assert.deepEqual(ledger.pendingDeletions(), deletions);
-  const text = memory.readText(PATH);
-  assert.equal(text.split("\n").filter((line) => line.includes("a1")).length, 0);
-  assert.deepEqual(fileLines(memory).map((line) => line.op), ["entry", "delete"]);
-  await ledger.close();
-
-  const again = await open();
-  assert.deepEqual(again.pendingDeletions(), deletions);
-  await again.deleted(deletions[0]!);
-  assert.deepEqual(again.pendingDeletions(), []);
-  await again.close();
-  await (await open()).close();
-  assert.deepEqual(fileLines(memory).map((line) => [line.op, line.id]), [["entry", "b2"]]);
+    const again = await openLedger(store);
+    assert.deepEqual(again.pendingDeletions(), deletions);
+    assert.deepEqual([...again.entries()].map((entry) => entry.id), ["b2"]);
+    await again.deleted({ chat: CHAT, messages: [10] });
+    assert.deepEqual(again.pendingDeletions(), [{ chat: CHAT, messages: [11] }]);
+    await again.deleted({ chat: CHAT, messages: [11] });
+    assert.deepEqual(again.pendingDeletions(), []);
+    assert.deepEqual((await openLedger(store)).pendingDeletions(), []);
+  });
 });
 
 Deno.test("a part sent for a submission forgotten meanwhile becomes a deletion waiting, never an entry", async () => {
-  const { memory } = setup();
-  const late: unknown[] = [];
-  const ledger = await openLedger(PATH, {
-    fs: memory,
-    log: () => {},
-    onLateDeletion: (deletion) => late.push(deletion),
+  await withTempStore(async ({ store }) => {
+    const late: unknown[] = [];
+    const ledger = await openLedger(store, { onLateDeletion: (deletion) => late.push(deletion) });
+    await ledger.noteSent(part("a1", 10, true));
+    await ledger.forget(new Set(["a1", "c3"])); // c3: still on its way, nothing noted yet
+    await ledger.noteSent(part("a1", 11, false)); // its sendMessage was under way
+    await ledger.noteSent(part("c3", 30, true));
+    assert.equal(ledger.get("a1"), undefined);
+    assert.equal(ledger.get("c3"), undefined);
+    assert.deepEqual(late, [{ chat: CHAT, messages: [11] }, { chat: CHAT, messages: [30] }]);
+    const waiting = [{ chat: CHAT, messages: [10, 11, 30] }];
+    assert.deepEqual(ledger.pendingDeletions(), waiting);
+    const again = await openLedger(store);
+    assert.deepEqual([...again.entries()], []);
+    assert.deepEqual(again.pendingDeletions(), waiting);
   });
-  await ledger.noteSent(part("a1", 10, true));
-  await ledger.forget(new Set(["a1"]));
-  await ledger.noteSent(part("a1", 11, false)); // its sendMessage was under way
-  assert.equal(ledger.get("a1"), undefined);
-  assert.deepEqual(late, [{ chat: CHAT, messages: [11] }]);
-  assert.deepEqual(ledger.pendingDeletions(), [{ chat: CHAT, messages: [10, 11] }]);
-  await ledger.close();
-  assert.ok(!memory.readText(PATH).includes("a1"));
 });
 
-Deno.test("a forget whose rewrite fails changes nothing: the entry stays, in memory and in the file, and the temporary file is gone", async () => {
-  const { memory, lines } = setup();
-  let fail = false;
-  const fs = hookFs(memory, {
-    before: (call) => {
-      if (fail && call.op === "rename") throw new Deno.errors.PermissionDenied("no");
-    },
+Deno.test("a write that fails rejects and changes nothing in memory; the writes after it go on", async () => {
+  await withTempStore(async ({ store }) => {
+    let failing = false;
+    const ledger = await openLedger(failingStore(store, () => true, () => failing));
+    await sendTwo(ledger);
+    failing = true;
+    await assert.rejects(ledger.setState("a1", "spam", OWNER, "2026-11-25T12:05:00Z"), StoreError);
+    assert.equal(ledger.get("a1")?.state, "open");
+    await assert.rejects(ledger.noteSent(part("c3", 30, true)), StoreError);
+    assert.equal(ledger.get("c3"), undefined);
+    assert.equal(ledger.byMessage(CHAT, 30), undefined);
+    await assert.rejects(ledger.forget(new Set(["a1"])), StoreError);
+    assert.equal(ledger.get("a1")?.id, "a1");
+    assert.equal(ledger.byMessage(CHAT, 11)?.id, "a1");
+    assert.deepEqual(ledger.pendingDeletions(), []);
+    await assert.rejects(ledger.prune(Date.UTC(2027, 0, 1)), StoreError);
+    assert.equal([...ledger.entries()].length, 2);
+    failing = false;
+    await ledger.setState("b2", "spam", OWNER, "2026-11-25T12:05:00Z");
+    assert.equal((await openLedger(store)).get("b2")?.state, "spam");
+    // The erasure can be run again, and a part of it arriving late is still a deletion.
+    assert.deepEqual(await ledger.forget(new Set(["a1"])), [{ chat: CHAT, messages: [10, 11] }]);
+    const deletion = ledger.pendingDeletions()[0]!;
+    failing = true;
+    await assert.rejects(ledger.deleted(deletion), StoreError);
+    assert.deepEqual(ledger.pendingDeletions(), [deletion]);
   });
-  const ledger = await openLedger(PATH, { fs, log: (_l, f) => void lines.push(f) });
-  await sendTwo(ledger);
-  fail = true;
-  await assert.rejects(ledger.forget(new Set(["a1"])), Deno.errors.PermissionDenied);
-  assert.equal(ledger.get("a1")?.id, "a1");
-  assert.deepEqual(ledger.pendingDeletions(), []);
-  assert.equal(memory.exists(ledgerTemporaryPath(PATH)), false);
-  fail = false;
-  // Writes go on to the same file, and the erasure can be run again.
-  await ledger.setState("b2", "spam", OWNER, "2026-11-25T12:05:00Z");
-  assert.equal((await readLedger(PATH, memory)).entries.get("b2")?.state, "spam");
-  assert.deepEqual(await ledger.forget(new Set(["a1"])), [{ chat: CHAT, messages: [10, 11] }]);
-  await ledger.close();
 });
 
-Deno.test("readLedger reads without writing: no file is an empty ledger, a link is refused", async () => {
-  const { memory } = setup();
-  assert.equal((await readLedger(PATH, memory)).entries.size, 0);
-  assert.equal(memory.exists(PATH), false);
-  memory.writeText(PATH, sentLine(part("a1", 10, true)) + '{"op":"sent"');
-  const before = memory.readText(PATH);
-  assert.equal((await readLedger(PATH, memory)).entries.get("a1")?.id, "a1");
-  assert.equal(memory.readText(PATH), before);
-  memory.symlink(PATH, "/data/link");
+Deno.test("a ledger that cannot read the database does not open", async () => {
+  await withTempStore(async ({ store }) => {
+    await assert.rejects(openLedger(failingStore(store, (op) => op === "ledger.list")), StoreError);
+  });
+});
+
+Deno.test("readLedger reads an older release's file without writing: no file is an empty ledger, a torn line is skipped, a link is refused", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  const path = ledgerPath("/data/messages.jsonl");
+  assert.equal((await readLedger(path, memory)).entries.size, 0);
+  assert.equal(memory.exists(path), false);
+  memory.writeText(path, sentLine(part("a1", 10, true)) + "{not json\n" + '{"op":"sent"');
+  const before = memory.readText(path);
+  assert.deepEqual([...(await readLedger(path, memory)).entries.keys()], ["a1"]);
+  assert.equal(memory.readText(path), before);
+  memory.symlink(path, "/data/link");
   await assert.rejects(readLedger("/data/link", memory), Deno.errors.PermissionDenied);
 });

@@ -8,7 +8,6 @@ import {
   parseHead,
   parseSubmissionLine,
 } from "../../lib/storage/outbox_lines.ts";
-import { recoverRecords } from "../../lib/storage/recovery.ts";
 
 const SUBMISSION: OutboxSubmission = {
   id: "k3x9q2ab",
@@ -42,22 +41,6 @@ Deno.test("an outbox add line of the spec's fields alone has no fields or contac
 Deno.test("an add line's fields that are not all strings are not read back as fields", () => {
   const line = addLine(SUBMISSION).replace('"phone":"+1 555"', '"phone":1');
   assert.equal(parseSubmissionLine(line)?.fields, undefined);
-});
-
-Deno.test("a record written at start for an interrupted submission keeps its fields and form", async () => {
-  const lines: string[] = [];
-  const entry = newEntry(SUBMISSION, 0, 1);
-  await recoverRecords(
-    {
-      entries: () => [entry].values(),
-      read: () => Promise.resolve({ ...SUBMISSION, form: "sales" }),
-      recorded: () => Promise.resolve(),
-    },
-    (line) => Promise.resolve(lines.push(line)),
-    () => {},
-  );
-  const record = JSON.parse(lines[0]!);
-  assert.deepEqual([record.form, record.fields], ["sales", SUBMISSION.fields]);
 });
 
 Deno.test("an outbox add line keeps its form in the head: the entry knows where it goes without its text", () => {

@@ -11,8 +11,8 @@ import { rewriteFs } from "./_rewrite_setup.ts";
 import { pathSource, trackFile } from "../../lib/storage/tracked_file.ts";
 import type { LogFields } from "../../lib/log/logger.ts";
 import { idle, latch, MemoryFs } from "../support/memory_fs.ts";
-import { ledgerPath } from "../../lib/common/state_files.ts";
 import { openLedger } from "../../lib/storage/ledger.ts";
+import { openTempStore } from "../support/temp_store.ts";
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 10, 25, 12);
@@ -63,7 +63,8 @@ Deno.test("rewriteBackup writes the kept lines to a new exclusive file with the 
   assert.equal(memory.readText(PATH), "damaged\n" + record(10, "b"));
   assert.equal(memory.exists(`${PATH}.rewrite`), false);
   assert.equal(memory.exists("/etc/passwd-like"), false);
-  const order = calls.filter((call) => !call.startsWith("read") && !call.startsWith("stat"));
+  // Reads, and the backup file's seeks between its two streamed passes, aside.
+  const order = calls.filter((call) => !/^(read|stat|seek) /.test(call));
   assert.deepEqual(order, [
     `open ${PATH}`,
     `remove ${PATH}.rewrite`,
@@ -267,7 +268,8 @@ Deno.test("retention prunes the chat ledger and the other files with the same cu
   memory.mkdir("/data");
   memory.writeText(PATH, record(100, "old") + record(1, "new"));
   const { fs } = rewriteFs(memory);
-  const ledger = await openLedger(ledgerPath(PATH), { fs: memory, log: () => {} });
+  await using store = await openTempStore();
+  const ledger = await openLedger(store);
   for (const [id, days] of [["old", 100], ["new", 1]] as const) {
     const ts = new Date(NOW - days * DAY).toISOString().slice(0, 19) + "Z";
     await ledger.noteSent({ id, ts, chat: 7, messageId: days, first: true, ip: "", contact: "" });

@@ -6,8 +6,12 @@
  */
 import assert from "node:assert/strict";
 
-/** The rows of `text`, each a list of fields, quotes undone. */
-export function parseCsv(text: string): string[][] {
+/**
+ * The rows of `text`, each a list of fields, quotes undone; a leading UTF-8 byte-order mark is
+ * taken as the encoding's, as spreadsheets take it, not as part of the first field.
+ */
+export function parseCsv(csv: string): string[][] {
+  const text = csv.startsWith("\uFEFF") ? csv.slice(1) : csv;
   const rows: string[][] = [];
   let row: string[] = [];
   let field = "";

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { parseConfig } from "../../lib/config/config.ts";
-import { serviceFlags } from "../../lib/config/permissions.ts";
+import { blockedFlags, pendingFlags, serviceFlags } from "../../lib/config/permissions.ts";
 import { type FakeBotApi, startFakeBotApi } from "./fake_bot_api.ts";
 import { copyLib } from "./sources.ts";
 import { requireTool } from "./tools.ts";
@@ -318,7 +318,8 @@ export async function runContactdTask(
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks;
-  const words = (tasks.contactd as string)
+  // `contactd` hands its arguments to `launch`, which runs the launcher with its flags.
+  const words = (tasks.launch as string)
     .replaceAll(`"$(deno eval 'console.log(Deno.execPath())')"`, Deno.execPath())
     .split(/\s+/)
     .slice(1)
@@ -351,13 +352,33 @@ export async function waitFor(done: () => boolean, ms: number, what: string): Pr
   }
 }
 
-/** `contactd pending` run by the real main.ts against `file`'s outbox, with the service's flags. */
-export async function runPending(file: string, ...flags: string[]) {
-  const { args, env } = serviceCommand({ MESSAGES_FILE: file });
+/**
+ * `contactd pending` run by the real main.ts against `file`'s database, with the flags
+ * `deno task contactd pending` gives it (the database alone).
+ */
+export function runPending(file: string, ...flags: string[]) {
+  return _runCommand(file, pendingFlags, ["pending", ...flags]);
+}
+
+/**
+ * `contactd blocked` or `contactd unblock TARGET` (`args`) run by the real main.ts against
+ * `file`'s database, with the flags `deno task contactd` gives them (the database alone).
+ */
+export function runBlockCommand(file: string, ...args: string[]) {
+  return _runCommand(file, blockedFlags, args);
+}
+
+/** The command line `args` run by the real main.ts for `file`, with the flags `flagsOf` gives. */
+async function _runCommand(
+  file: string,
+  flagsOf: typeof pendingFlags,
+  args: readonly string[],
+) {
+  const settings = { MESSAGES_FILE: file };
   const output = await new Deno.Command(Deno.execPath(), {
-    args: [...args, "pending", ...flags],
+    args: ["run", ...flagsOf(parseConfig(settings)), MAIN, ...args],
     clearEnv: true,
-    env,
+    env: { ...baseEnv(), ...settings },
     stdin: "null",
   }).output();
   const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);

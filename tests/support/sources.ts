@@ -13,7 +13,8 @@ export async function copyLib(dest: string): Promise<void> {
   await copyTree(`${ROOT}lib`, `${dest}/lib`);
 }
 
-async function copyTree(from: string, to: string): Promise<void> {
+/** Copies the folder `from` with everything in it to `to`, readable by others. */
+export async function copyTree(from: string, to: string): Promise<void> {
   await Deno.mkdir(to, { recursive: true, mode: 0o755 });
   for await (const entry of Deno.readDir(from)) {
     if (entry.isDirectory) await copyTree(`${from}/${entry.name}`, `${to}/${entry.name}`);

@@ -224,3 +224,21 @@ export function runArgs(compileArgs: readonly string[], main: string): string[] 
   }
   return ["run", ...flags, main, ...compileArgs.slice(i + 1)];
 }
+
+/**
+ * The unit's main process as `systemctl show -p MainPID` gives it, checked before anything is
+ * signalled: `0` (no main process: the unit failed to start or has stopped) would make
+ * `kill -9 0` kill the test run's own process group, and `1` is the namespace's systemd. Throws
+ * a message naming the unit's state instead.
+ */
+export function mainPid(show: Readonly<Record<string, string | undefined>>): string {
+  const value = show.MainPID ?? "";
+  if (!/^\d+$/.test(value) || Number(value) <= 1) {
+    throw new Error(
+      `contactd has no main process to signal (MainPID=${JSON.stringify(value)}, ` +
+        `ActiveState=${show.ActiveState}, Result=${show.Result}): the unit did not start or ` +
+        "has stopped; its journal says why",
+    );
+  }
+  return value;
+}
