@@ -86,9 +86,12 @@ function writeAllSync(stream: { writeSync(bytes: Uint8Array): number }, text: st
 const line = (stream: { writeSync(bytes: Uint8Array): number }) => (text: string) =>
   writeAllSync(stream, `${text}\n`);
 
-/** Standard input as text, at most 64 KiB (`forget --contact -`); `undefined` when larger. */
-async function readStdin(): Promise<string | undefined> {
-  const read = await readCapped({ headers: new Headers(), body: Deno.stdin.readable }, 64 * 1024);
+/**
+ * Standard input as text, at most `maxBytes` (64 KiB: `forget --contact -`; `train` asks more);
+ * `undefined` when larger.
+ */
+async function readStdin(maxBytes = 64 * 1024): Promise<string | undefined> {
+  const read = await readCapped({ headers: new Headers(), body: Deno.stdin.readable }, maxBytes);
   return read.ok ? new TextDecoder().decode(read.bytes) : undefined;
 }
 
@@ -108,7 +111,8 @@ async function main(): Promise<number> {
       serve,
       revoke: (name) => Deno.permissions.revokeSync({ name }),
       pid: Deno.pid,
-      readStdin,
+      readStdin: () => readStdin(),
+      readAllStdin: readStdin,
       smtpTransport,
     });
   } catch (error) {

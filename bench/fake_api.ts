@@ -30,14 +30,20 @@ export function floodControl(seconds: number): Record<string, unknown> {
 
 /**
  * Starts the fake on 127.0.0.1 (free port); every request gets `reply` with `status`, after
- * `delayMs` (a remote API's round trip).
+ * `delayMs` (a remote API's round trip); `onCall` is told each request's path once it is read.
  */
-export function startBenchApi(status = 200, reply: unknown = SENT, delayMs = 0): BenchApi {
+export function startBenchApi(
+  status = 200,
+  reply: unknown = SENT,
+  delayMs = 0,
+  onCall?: (path: string) => void,
+): BenchApi {
   const body = JSON.stringify(reply);
   let calls = 0;
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
     await req.arrayBuffer();
     calls++;
+    onCall?.(new URL(req.url).pathname);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     return new Response(body, { status, headers: { "content-type": "application/json" } });
   });

@@ -57,10 +57,10 @@ export function findCycles(graph: Graph): string[][] {
  */
 export const LAYERS: readonly (readonly string[])[] = [
   ["common"],
-  ["log", "learn"],
+  ["log", "learn", "files"],
   ["config"],
   ["net", "form", "bot", "challenge", "storage"],
-  ["delivery", "spam", "mail"],
+  ["delivery", "spam", "mail", "cases"],
   ["http", "inbox"],
   ["upgrade"],
   ["cli"],

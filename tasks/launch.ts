@@ -136,7 +136,7 @@ async function launch(args: readonly string[]): Promise<number> {
     // export only reads the backup file, forget only touches contactd's own files, pending
     // only reads the database, blocked and unblock only use it.
     flags = command === "export"
-      ? exportFlags(config)
+      ? exportFlags(config, invocation?.kind === "run" ? invocation.export?.filesDir : undefined)
       : command === "forget"
       ? forgetFlags(config)
       : command === "pending"

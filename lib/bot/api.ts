@@ -107,6 +107,8 @@ export interface SendExtra {
    * plain message, if that message is gone.
    */
   readonly replyTo?: number | undefined;
+  /** Sent without sound (`disable_notification`): a notification that looks like spam. */
+  readonly silent?: boolean | undefined;
 }
 
 /**
@@ -129,6 +131,7 @@ export function sendMessage(
     text,
     link_preview_options: { is_disabled: true },
     ...(extra?.replyMarkup === undefined ? {} : { reply_markup: extra.replyMarkup }),
+    ...(extra?.silent === true ? { disable_notification: true } : {}),
     ...(replyTo === undefined
       ? {}
       : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
@@ -433,7 +436,7 @@ export function floodPause(
  * (`error: "aborted"`, fetch not even called if it already had).
  * Never throws; the token never appears in the result.
  */
-export async function callBotApi(
+export function callBotApi(
   options: BotApiOptions,
   method: string,
   params: Record<string, unknown>,
@@ -442,8 +445,28 @@ export async function callBotApi(
   try {
     body = JSON.stringify(params);
   } catch {
-    return { ok: false, error: "invalid request parameters" };
+    return Promise.resolve({ ok: false, error: "invalid request parameters" });
   }
+  return callBotApiWith(options, method, () => ({ body, type: "application/json" }));
+}
+
+/** A request body for {@linkcode callBotApiWith}: its bytes (or stream), type and length. */
+export interface BotApiBody {
+  readonly body: string | ReadableStream<Uint8Array>;
+  readonly type: string;
+  /** Its length in bytes, sent as `Content-Length` (a stream's, which fetch cannot know). */
+  readonly length?: number;
+}
+
+/**
+ * {@linkcode callBotApi} with a body of the caller's (lib/bot/document.ts: a file's upload),
+ * made when the call starts: the same limits, the same answers. Never throws.
+ */
+export async function callBotApiWith(
+  options: BotApiOptions,
+  method: string,
+  makeBody: () => BotApiBody,
+): Promise<BotApiResult> {
   const outer = options.signal;
   if (outer?.aborted === true) return { ok: false, error: "aborted" };
   const controller = new AbortController();
@@ -460,7 +483,7 @@ export async function callBotApi(
   try {
     // Racing the abort too: an injected fetch may ignore the signal.
     return await Promise.race([
-      exchange(options, method, body, controller.signal),
+      exchange(options, method, makeBody(), controller.signal),
       aborted(controller.signal),
     ]);
   } catch (error) {
@@ -475,14 +498,16 @@ export async function callBotApi(
 async function exchange(
   options: BotApiOptions,
   method: string,
-  body: string,
+  { body, type, length }: BotApiBody,
   signal: AbortSignal,
 ): Promise<BotApiResult> {
   const url = `${options.apiUrl.replace(/\/+$/, "")}/bot${options.token}/${method}`;
   const doFetch = options.fetch; // called unbound, like the global fetch
   const response = await doFetch(url, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: length === undefined
+      ? { "content-type": type }
+      : { "content-type": type, "content-length": String(length) },
     body,
     signal,
   });

@@ -88,19 +88,48 @@ export const ACTIONS_IN: Readonly<Record<MessageState, readonly ChatAction[]>> =
 };
 
 /**
- * The keyboard for a notification in `state`, one row: open `[✓ Handled] [🚫 Spam]`, handled
- * `[↩ Reopen]`, spam `[✅ Not spam]`.
+ * The actions offered on a new notification that looks like spam (lib/spam/spam_filter.ts): Not
+ * spam (it stays open; the filter learns it) and Spam.
+ */
+export const ACTIONS_MARKED: readonly ChatAction[] = ["not_spam", "spam"];
+
+/**
+ * The keyboard for a notification in `state`, one row: open `[✓ Handled] [🚫 Spam]` (`marked`,
+ * one that looks like spam: `[✅ Not spam] [🚫 Spam]`), handled `[↩ Reopen]`, spam
+ * `[✅ Not spam]`.
  *
  * @throws {RangeError} If `id` cannot be encoded (see {@linkcode encodeCallbackData}): ids are
  * contactd's own, so this is a bug, not input.
  */
-export function keyboardFor(state: MessageState, id: string): InlineKeyboard {
-  const row = ACTIONS_IN[state].map((action) => {
+export function keyboardFor(state: MessageState, id: string, marked = false): InlineKeyboard {
+  const actions = marked && state === "open" ? ACTIONS_MARKED : ACTIONS_IN[state];
+  const row = actions.map((action) => {
     const data = encodeCallbackData(action, id);
     if (data === undefined) throw new RangeError("submission id unfit for callback_data");
     return { text: BUTTON_LABELS[action], callback_data: data };
   });
   return { inline_keyboard: [row] };
+}
+
+/** The letter of a release button's `callback_data` (`r:<id>`): not a notification's action. */
+const RELEASE_LETTER = "r";
+
+/**
+ * The keyboard of `/held`'s list: one `📨 Release #<id>` button a row, for the submissions `ids`
+ * the learned spam filter held (`SPAM_FILTER=hold`); ids unfit for `callback_data` are left out.
+ */
+export function releaseKeyboard(ids: readonly string[]): InlineKeyboard {
+  return {
+    inline_keyboard: ids.filter((id) => ID_SHAPE.test(id)).map((id) => [
+      { text: `📨 Release #${id}`, callback_data: `${RELEASE_LETTER}:${id}` },
+    ]),
+  };
+}
+
+/** The submission id of a release button's `callback_data`, strictly; else `undefined`. */
+export function parseReleaseData(data: string): string | undefined {
+  const match = DATA_SHAPE.exec(data);
+  return match?.[1] === RELEASE_LETTER ? match[2] : undefined;
 }
 
 /** Starts every state line (an em dash and a space); see {@linkcode stateLine}. */

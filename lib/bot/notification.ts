@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { looksLikeSpam } from "../learn/classifier.ts";
 
 /** A contact submission, already validated and trimmed. */
 export interface NotificationInput {
@@ -27,6 +28,55 @@ export interface NotificationInput {
   readonly late?: LateDelivery;
   /** The title of its form of `FORMS` (`FORM_<ID>_TITLE`); absent for the default form. */
   readonly title?: string | undefined;
+  /**
+   * The case it follows up (its first submission's id), when the sender wrote it on their case
+   * page (lib/cases/): said in a line below the first.
+   */
+  readonly followUpOf?: string | undefined;
+  /**
+   * The learned spam filter's score (lib/spam/spam_filter.ts): at or above the threshold the
+   * notification starts with {@linkcode spamMarkLine}.
+   */
+  readonly spamScore?: number | undefined;
+  /**
+   * Whether it carries the chat's buttons (`CHAT_ACTIONS=1`); default true. Without them the
+   * spam mark names none ({@linkcode spamMarkLine}).
+   */
+  readonly buttons?: boolean | undefined;
+}
+
+/**
+ * `text` (a notification's current text) without the first line {@linkcode spamMarkLine} wrote,
+ * once the owner said it is not spam; any other text as it is. Only a first line followed by the
+ * header's (`New contact message #…`) counts: a sender's text never starts a notification.
+ */
+export function withoutSpamMark(text: string): string {
+  const end = text.indexOf("\n");
+  if (end < 0 || !text.startsWith(spamMarkLine(0.9).slice(0, 20))) return text;
+  const rest = text.slice(end + 1);
+  return rest.startsWith("New contact message #") ? rest : text;
+}
+
+/**
+ * The first line of a notification that looks like spam, saying how sure contactd is: the score
+ * as a percentage, rounded down (never 100 %); it names the buttons that teach the filter only
+ * when the notification has them (`buttons`, `CHAT_ACTIONS=1`).
+ *
+ * @example
+ * ```ts
+ * spamMarkLine(0.973); // "⚠️ Looks like spam (97 % sure): sent silently. Not spam or Spam below teaches the filter."
+ * spamMarkLine(0.973, false); // "⚠️ Looks like spam (97 % sure): sent silently."
+ * ```
+ */
+export function spamMarkLine(spamScore: number, buttons = true): string {
+  const sure = Math.min(99, Math.floor(spamScore * 100));
+  const line = `⚠️ Looks like spam (${sure} % sure): sent silently.`;
+  return buttons ? `${line} Not spam or Spam below teaches the filter.` : line;
+}
+
+/** The line of a follow-up written on the case page of submission `caseId`. */
+export function followUpLine(caseId: string): string {
+  return `↩️ Follow-up of #${headerValue(caseId)}, written on the sender's case page`;
 }
 
 /** Why a notification arrives late, for the owner to read. */
@@ -56,7 +106,11 @@ const MISSING = "—";
  */
 function formatHeader(input: NotificationInput, part = ""): string {
   return [
+    ...(looksLikeSpam(input.spamScore)
+      ? [spamMarkLine(input.spamScore!, input.buttons ?? true)]
+      : []),
     `New contact message #${input.id}${part}`,
+    ...(input.followUpOf === undefined ? [] : [followUpLine(input.followUpOf)]),
     ...(input.title === undefined ? [] : [`Form: ${headerValue(input.title)}`]),
     ...(input.late === undefined ? [] : [lateLine(input.late)]),
     ..._subjectOf(input.fields).map(([, value]) => `Subject: ${headerValue(value)}`),

@@ -12,7 +12,7 @@ import { isRecord } from "../common/json.ts";
 export const ALLOWED_UPDATES: readonly string[] = ["message", "callback_query"];
 
 /** The commands contactd answers, as {@linkcode CommandEvent.command} names them. */
-export const COMMANDS = ["status", "pending"] as const;
+export const COMMANDS = ["status", "pending", "held"] as const;
 
 /** One of {@linkcode COMMANDS}. */
 export type Command = typeof COMMANDS[number];

@@ -24,6 +24,7 @@ import { BUILD_SETTINGS } from "../config/permissions.ts";
 import { exportCommand, type ExportOptions } from "./export_command.ts";
 import { forgetCommand, type ForgetOptions } from "./forget_command.ts";
 import { blockedCommand, unblockCommand, type UnblockOptions } from "./blocked_command.ts";
+import { TRAIN_INPUT_MAX, trainCommand, type TrainOptions } from "./train_command.ts";
 import { FORGET_KINDS, parseForgetMatch } from "../storage/erasure.ts";
 import { DEFAULT_FORM, EXPORT_FORMATS, type ExportFormat, parseSince } from "../storage/export.ts";
 import {
@@ -68,6 +69,8 @@ export const COMMANDS = {
   forget: "remove every trace of submissions: --id ID, --contact TEXT or --address IP; --dry-run",
   blocked: "list the senders blocked as spam (kind, value, until, submission id)",
   unblock: "lift the blocks of ADDRESS (IPv6: its /64) or CONTACT (exact); - reads it from stdin",
+  train:
+    'teach the spam filter from stdin: JSON lines with "label":"spam"|"ham", or --label and texts',
 } as const;
 
 /** One of {@linkcode COMMANDS}. */
@@ -79,6 +82,7 @@ const FORM_SETTING_HELP = [
   "  FORM_<ID>_TOPIC_ID         its forum topic (else MESSENGER_TOPIC_ID, in the service's chat)",
   "  FORM_<ID>_ALLOWED_ORIGINS  origins whose pages may post to it (else ALLOWED_ORIGINS)",
   "  FORM_<ID>_TITLE            shown in its notifications' header (else the id)",
+  "  FORM_<ID>_ATTACHMENTS      its files' total size per submission (else ATTACHMENTS)",
 ];
 
 /** One line of help per setting; a new setting does not compile without one. */
@@ -101,6 +105,9 @@ const SETTING_HELP: Record<SettingName, string> = {
   SERVE_EXAMPLE:
     "1 serves examples/contact.html at / for trying contactd out (not in the binary; CHALLENGE=none)",
   RATE_LIMIT: "POSTs per client address (IPv6: /64) per window: 5/60s, 30/10m (1-100, 1s-24h)",
+  ATTACHMENTS: "files per submission, total size: 10MB, 512KiB (at most 50MiB); 0: no files",
+  ATTACHMENT_TYPES:
+    "kinds of file taken, by content: pdf,png,jpeg,gif,webp,txt,zip,gzip,7z,rar,tar",
   CHALLENGE: "spam challenge a POST must pass: none, altcha (self-hosted) or turnstile",
   CHALLENGE_SECRET:
     "altcha: HMAC key, >= 32 bytes: 43+ base64 or 64+ hex chars; turnstile: secret key; never printed",
@@ -108,6 +115,7 @@ const SETTING_HELP: Record<SettingName, string> = {
   CHAT_ACTIONS: "1 (default): buttons, /status, /pending and replies in the chat; 0: none",
   CHAT_ACTIONS_BY: "who in a group may press, command and reply: members (default) or admins",
   SPAM_BLOCK_FOR: "how long Spam blocks the sender's address (/64) and contact: 30d (1m-365d)",
+  SPAM_FILTER: "what looks like spam to the learned filter: mark (default: silent), hold, off",
   SMTP_URL: "mail server for replies: smtp://host[:port] (STARTTLS) or smtps://; unset: no email",
   SMTP_USER: "mail server user (else the one in SMTP_URL)",
   SMTP_PASSWORD: "mail server password (else the one in SMTP_URL); never printed",
@@ -140,6 +148,8 @@ export type Invocation =
     readonly forget?: ForgetOptions;
     /** `unblock`'s address or contact. */
     readonly unblock?: UnblockOptions;
+    /** `train`'s options. */
+    readonly train?: TrainOptions;
     readonly builtDefaults?: BuiltDefaults;
     /** `--stop-on-stdin-eof`: see {@linkcode ServeOptions}. */
     readonly stopOnStdinEof?: boolean;
@@ -172,10 +182,12 @@ export function parseCommandLine(args: readonly string[]): Invocation {
         form: { type: "string" },
         format: { type: "string" },
         "no-bom": { type: "boolean" },
+        files: { type: "string" },
         id: { type: "string" },
         contact: { type: "string" },
         address: { type: "string" },
         "dry-run": { type: "boolean" },
+        label: { type: "string" },
         "stop-on-stdin-eof": { type: "boolean" },
         [LAUNCHED_BY_TASK_FLAG.slice(2)]: { type: "boolean" },
         [BUILT_DEFAULT_FLAG.slice(2)]: { type: "string", multiple: true },
@@ -205,6 +217,7 @@ export function parseCommandLine(args: readonly string[]): Invocation {
   if (withText && command !== "pending") throw new UsageError("--with-text is for pending only");
   const exported = _exportOptions(command, parsed.values);
   const forget = _forgetOptions(command, parsed.values);
+  const train = _trainOptions(command, parsed.values.label);
   return {
     kind: "run",
     ...viaTask,
@@ -214,6 +227,7 @@ export function parseCommandLine(args: readonly string[]): Invocation {
     ...(exported === undefined ? {} : { export: exported }),
     ...(forget === undefined ? {} : { forget }),
     ...(unblock === undefined ? {} : { unblock }),
+    ...(train === undefined ? {} : { train }),
     ...built,
     ...(parsed.values["stop-on-stdin-eof"] === true ? { stopOnStdinEof: true } : {}),
   };
@@ -222,9 +236,9 @@ export function parseCommandLine(args: readonly string[]): Invocation {
 /** `export`'s options checked, or `undefined` for another command (which may not take them). */
 function _exportOptions(
   command: string,
-  values: { since?: string; form?: string; format?: string; "no-bom"?: boolean },
+  values: { since?: string; form?: string; format?: string; "no-bom"?: boolean; files?: string },
 ): ExportOptions | undefined {
-  const given = (["since", "form", "format", "no-bom"] as const).filter((name) =>
+  const given = (["since", "form", "format", "no-bom", "files"] as const).filter((name) =>
     values[name] !== undefined
   );
   if (command !== "export") {
@@ -255,7 +269,16 @@ function _exportOptions(
     ...(values["no-bom"] === true ? { bom: false } : {}),
     ...(since === undefined ? {} : { since }),
     ...(values.form === undefined ? {} : { form: values.form }),
+    ...(values.files === undefined ? {} : { filesDir: _filesDir(values.files) }),
   };
+}
+
+/** `export --files DIR`: a directory path (it must exist; the files are created in it). */
+function _filesDir(value: string): string {
+  if (value.trim() === "" || value.includes("\0") || value.includes(",")) {
+    throw new UsageError('--files takes a directory path without "," (it must exist)');
+  }
+  return value.replace(/\/+$/, "") || "/";
 }
 
 /** `forget`'s options checked: exactly one match; `undefined` for another command. */
@@ -280,6 +303,17 @@ function _forgetOptions(
   const match = parseForgetMatch(by, values[by]!);
   if ("error" in match) throw new UsageError(match.error);
   return { match, dryRun: values["dry-run"] === true };
+}
+
+/** `train`'s options checked (`--label`), or `undefined` for another command. */
+function _trainOptions(command: string, label: string | undefined): TrainOptions | undefined {
+  if (command !== "train") {
+    if (label !== undefined) throw new UsageError("--label is for train only");
+    return undefined;
+  }
+  if (label === undefined) return undefined;
+  if (label !== "spam" && label !== "ham") throw new UsageError("--label takes spam or ham");
+  return { label };
 }
 
 /** `unblock`'s one argument (an address or a contact), or `undefined` for another command. */
@@ -351,18 +385,21 @@ export function helpText(
       "Usage: deno task contactd [command]      (settings: .env in the checkout, then the",
       "       deno task contactd pending [--with-text]          environment, which wins)",
       "       deno task contactd export [--since DATE] [--form ID] [--format jsonl|csv] [--no-bom]",
+      "                                 [--files DIR]",
       "       deno task contactd forget --id ID | --contact TEXT | --address IP [--dry-run]",
       "       deno task contactd blocked | unblock ADDRESS|CONTACT|-",
+      "       deno task contactd train [--label spam|ham] < FILE",
       "       deno task contactd --help | --version",
     ]
     : [
       "Usage: contactd [command] [--env-file PATH]",
       "       contactd pending [--with-text] [--env-file PATH]",
       "       contactd export [--since DATE] [--form ID] [--format jsonl|csv] [--no-bom]",
-      "                       [--env-file PATH]",
+      "                       [--files DIR] [--env-file PATH]",
       "       contactd forget --id ID | --contact TEXT | --address IP [--dry-run] [--env-file PATH]",
       "       contactd blocked [--env-file PATH]",
       "       contactd unblock ADDRESS|CONTACT|- [--env-file PATH]",
+      "       contactd train [--label spam|ham] [--env-file PATH] < FILE",
       "       contactd --help | --version",
     ];
   return [
@@ -382,6 +419,8 @@ export function helpText(
     "  --format jsonl|csv   export: the JSON lines as stored (default), or CSV (formulas neutralised)",
     "  --no-bom             export --format csv: leave out the UTF-8 byte-order mark it starts with",
     "                       (spreadsheets need it to read UTF-8; leave it out for other programs)",
+    "  --files DIR          export: also copy the records' files (ATTACHMENTS) into DIR, which must",
+    "                       exist, as <id>-<n>-<name>, 0600, each checked against its sha256",
     "  --id ID              forget: the submission of that #id (the chat shows it)",
     "  --contact TEXT       forget: every submission with that contact (any letter case; - reads it",
     "                       from standard input, out of the process list)",
@@ -390,6 +429,8 @@ export function helpText(
     "  --dry-run            forget: print what would go, change nothing",
     "  ADDRESS|CONTACT|-    unblock: an IP address lifts its key (IPv6: the /64, as blocked lists",
     "                       it); anything else lifts that exact contact; - reads it from stdin",
+    "  --label spam|ham     train: stdin holds plain texts of that label, several separated by NUL",
+    "                       bytes; without it, JSON lines (contactd export's) each with a label",
     "  --stop-on-stdin-eof  stop serving when standard input ends (deno task start passes it)",
     "  --launched-by-task   run by deno task contactd, which reads .env (it passes this)",
     "  --built-default N=V  a default baked in by deno task compile; env file and environment win",
@@ -429,6 +470,8 @@ export interface CliIo extends ChatIdIo, CheckIo {
   readonly pid?: number;
   /** Standard input as text (at most 64 KiB; `forget --contact -`); absent: none to read. */
   readonly readStdin?: () => Promise<string | undefined>;
+  /** Standard input as text, at most `maxBytes` (`train`); absent: none to read. */
+  readonly readAllStdin?: (maxBytes: number) => Promise<string | undefined>;
 }
 
 /** Runs the command line; returns the exit code (2 for a usage error). */
@@ -501,7 +544,10 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     case "pending":
       return await pendingCommand(settings, io, invocation.withText === true);
     case "export":
-      for (const name of READ_ONLY_REVOKED) io.revoke?.(name);
+      // With --files DIR it writes into DIR (and nothing else: the flags grant only that).
+      for (const name of READ_ONLY_REVOKED) {
+        if (name !== "write" || invocation.export?.filesDir === undefined) io.revoke?.(name);
+      }
       return await exportCommand(settings, io, invocation.export ?? { format: "jsonl" });
     case "forget": {
       for (const name of OWN_FILES_REVOKED) io.revoke?.(name);
@@ -531,6 +577,11 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
         }
       }
       return await unblockCommand(settings, io, { target });
+    }
+    case "train": {
+      for (const name of OWN_FILES_REVOKED) io.revoke?.(name);
+      const readInput = () => io.readAllStdin?.(TRAIN_INPUT_MAX) ?? Promise.resolve("");
+      return await trainCommand(settings, { ...io, readInput }, invocation.train ?? {});
     }
   }
 }

@@ -391,6 +391,13 @@ async function _listPending(
   for (const line of _repliesLines(await store.run("replies.waiting", undefined), io)) {
     io.out(line);
   }
+  const files = await store.run("files.waitingCount", undefined);
+  if (files > 0) {
+    io.out(
+      `${files} file${files === 1 ? "" : "s"} sent with forms waiting for the chat: contactd ` +
+        "sends them after their notifications while it runs",
+    );
+  }
 }
 
 /**

@@ -16,6 +16,8 @@ import {
 } from "../storage/export.ts";
 import { denoFs, type StorageFile, type StorageFs } from "../storage/file_system.ts";
 import { UTF8_BOM } from "../common/csv.ts";
+import { filesDirectory } from "../common/state_files.ts";
+import { copyOut, type RecordFile, recordFiles } from "../files/export_files.ts";
 import { CommandFailure, type CommandIo, run } from "./commands.ts";
 
 /** What `export` needs beyond the other commands. */
@@ -29,6 +31,11 @@ export interface ExportOptions extends ExportFilter {
   readonly format: ExportFormat;
   /** CSV only: `false` leaves out the UTF-8 byte-order mark written before the header. */
   readonly bom?: boolean;
+  /**
+   * `--files DIR`: the files of the records exported are copied into this existing directory
+   * (lib/files/export_files.ts).
+   */
+  readonly filesDir?: string;
 }
 
 /**
@@ -94,7 +101,41 @@ export const exportCommand = (settings: Settings, io: ExportIo, options: ExportO
     const { records, damaged } = counts;
     const skipped = damaged === 0 ? "" : `; ${damaged} damaged line(s) skipped`;
     io.err(`contactd export: ${records} record(s) from ${path}${skipped}`);
+    if (options.filesDir !== undefined) await _exportFiles(io, path, options, options.filesDir);
   })(settings, io);
+
+/** `--files DIR`: the exported records' files, copied into `dir`; what was copied, to stderr. */
+async function _exportFiles(
+  io: ExportIo,
+  path: string,
+  filter: ExportFilter,
+  dir: string,
+): Promise<void> {
+  const wanted: RecordFile[] = [];
+  const file = await _openBackup(io, path);
+  try {
+    await exportRecords(file, filter, "jsonl", (text) => {
+      for (const line of text.split("\n")) {
+        if (line === "") continue;
+        wanted.push(...recordFiles(JSON.parse(line)));
+      }
+    });
+  } finally {
+    file.close();
+  }
+  let counts;
+  try {
+    counts = await copyOut(filesDirectory(path), dir, wanted);
+  } catch (error) {
+    throw new CommandFailure(`cannot copy the files into ${dir}: ${_reason(error)}`);
+  }
+  const { copied, missing, damaged } = counts;
+  io.err(
+    `contactd export: ${copied} file(s) copied into ${dir}` +
+      (missing === 0 ? "" : `; ${missing} no longer kept`) +
+      (damaged === 0 ? "" : `; ${damaged} not matching their sha256, not copied`),
+  );
+}
 
 function _reason(error: unknown): string {
   if (error instanceof Deno.errors.NotFound) {

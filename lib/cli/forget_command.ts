@@ -10,6 +10,8 @@
  *
  * @module
  */
+import { keptAttachments } from "../storage/attachments.ts";
+import { filesDirectory, spoolRemover } from "../files/spool.ts";
 import { directoryOf, lockPath } from "../common/state_files.ts";
 import type { Settings } from "../config/settings.ts";
 import { describeError, type Logger } from "../log/logger.ts";
@@ -22,14 +24,16 @@ import {
 } from "../storage/erasure.ts";
 import { type Ledger, openLedger } from "../storage/ledger.ts";
 import { BlockStore } from "../spam/block_store.ts";
+import { keptSpam, SpamFilter } from "../spam/spam_filter.ts";
 import { keptReplies } from "../mail/reply_upkeep.ts";
+import { keptCases } from "../cases/case_book.ts";
 import { searchBackupFromStart } from "../storage/recovery.ts";
 import { importFiles, oldFilesPresent } from "../upgrade/import_files.ts";
 import type { StorageFileInfo } from "../storage/file_system.ts";
 import { askService } from "../storage/forget_request.ts";
 import { FilesLocked, lockFiles } from "../storage/lock.ts";
 import { openOutbox, type Outbox, OUTBOX_WINDOW, OutboxEntryDamaged } from "../storage/outbox.ts";
-import { databasePath, openLocalStore, type Store } from "../storage/store.ts";
+import { databaseHeld, databasePath, openLocalStore, type Store } from "../storage/store.ts";
 import { chownChecked, denoRewriteFs, type FileOwner, type RewriteFs } from "../storage/rewrite.ts";
 import { CommandFailure, type CommandIo, run } from "./commands.ts";
 import { messagesFileOf } from "./export_command.ts";
@@ -136,6 +140,8 @@ async function _stopped(
     throw new CommandFailure(`cannot lock ${path}: ${describeError(error)}`);
   }
   using _ = lock;
+  // The lock file removed under a running service: the database it holds still tells.
+  if (databaseHeld(databasePath(path))) return undefined;
   const opened = new Map<string, StorageFileInfo>();
   await _identity(fs, lockPath(path), opened);
   const log = _commandLog(io);
@@ -145,7 +151,7 @@ async function _stopped(
   const store = upgrade ? await _upgradedStore(path, log) : _openStore(path);
   let parts: _StateParts | undefined;
   try {
-    parts = await _stateParts(store, log);
+    parts = await _stateParts(store, log, path);
     const outcome = await erase(
       {
         ..._stoppedDeps(io, fs, path, parts.outbox),
@@ -189,13 +195,18 @@ interface _StateParts {
  * The outbox, the chat ledger, the block list and the replies kept in `store` (none of them
  * when there is no database: a service that never started has nothing to forget).
  */
-async function _stateParts(store: Store | undefined, log: Logger): Promise<_StateParts> {
+async function _stateParts(
+  store: Store | undefined,
+  log: Logger,
+  messagesFile: string,
+): Promise<_StateParts> {
   if (store === undefined) {
     return { outbox: _noOutbox, ledger: undefined, kept: [], close: () => Promise.resolve() };
   }
   const outbox = await openOutbox(store);
   const ledger = await openLedger(store);
   const blocks = await BlockStore.open({ store, now: Date.now, log });
+  const spam = await SpamFilter.open({ store, now: Date.now, log });
   const kept: KeptFile[] = [
     {
       name: "blocked",
@@ -203,12 +214,17 @@ async function _stateParts(store: Store | undefined, log: Logger): Promise<_Stat
         dryRun ? blocks.forgotten(match, ids).length : await blocks.forget(match, ids),
     },
     ...keptReplies(store, undefined, () => new Date()),
+    keptCases(store),
+    keptSpam(spam),
+    // The files sent with submissions (MESSAGES_FILE.files/).
+    keptAttachments(store, spoolRemover(filesDirectory(messagesFile))),
   ];
   return {
     outbox,
     ledger,
     kept,
     async close() {
+      await spam.close();
       await blocks.close();
       await ledger.close();
     },
@@ -246,12 +262,15 @@ const _noOutbox: Outbox = {
   pendingCount: 0,
   add: () => Promise.reject(new Error("no database")),
   recorded: () => Promise.resolve(),
+  recordedSoon: () => Promise.resolve(),
+  flush: () => Promise.resolve(),
   failed: () => Promise.resolve(),
   done: () => Promise.resolve(),
   read: (id) => Promise.reject(new OutboxEntryDamaged(id)),
   waiting: async function* () {},
   forget: () => Promise.resolve(),
   compact: () => Promise.resolve(),
+  close: () => Promise.resolve(),
 };
 
 /** The service's user: the database's owner, else the lock's, else the directory's. */
@@ -264,17 +283,6 @@ async function _serviceOwner(fs: RewriteFs, path: string): Promise<FileOwner | u
     }
   }
   return undefined;
-}
-
-/** Whether something is at `path` (a link included: the open refuses it then). */
-async function _exists(fs: RewriteFs, path: string): Promise<boolean> {
-  try {
-    await fs.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 /** Notes what `file` names now (a regular file only) in `into`. */
@@ -310,6 +318,7 @@ async function _stoppedDry(
   }
   try {
     if (lock !== undefined && !await lock.tryLock(true)) return undefined;
+    if (databaseHeld(databasePath(path))) return undefined;
     if (await oldFilesPresent(path, fs)) {
       throw new CommandFailure(
         "the files of an older release are not imported yet: start contactd once (it imports " +
@@ -317,7 +326,7 @@ async function _stoppedDry(
       );
     }
     store = _openStore(path);
-    parts = await _stateParts(store, _commandLog(io));
+    parts = await _stateParts(store, _commandLog(io), path);
     const read = parts.outbox;
     const outbox: ErasureDeps["outbox"] = {
       entries: () => read.entries(),

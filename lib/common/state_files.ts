@@ -53,6 +53,11 @@ export function databasePath(messagesFile: string): string {
   return `${messagesFile}.db`;
 }
 
+/** The directory of the files sent with forms (`ATTACHMENTS`, lib/files/spool.ts). */
+export function filesDirectory(messagesFile: string): string {
+  return `${messagesFile}.files`;
+}
+
 /** The lock file one running service holds for `messagesFile` and the files beside it. */
 export function lockPath(messagesFile: string): string {
   return `${messagesFile}.lock`;
@@ -64,7 +69,7 @@ export function lockPath(messagesFile: string): string {
  * compaction
  * file, its damaged lines, the lock, the backup file's rewrite file, a `forget` request and
  * its answer, the chat ledger, the block list, the replies and the updates offset (each with the
- * `.tmp` file it is rewritten through).
+ * `.tmp` file it is rewritten through), and the directory of the files sent with forms.
  */
 export function stateFiles(messagesFile: string): string[] {
   const outbox = outboxPath(messagesFile);
@@ -86,6 +91,7 @@ export function stateFiles(messagesFile: string): string[] {
     `${repliesPath(messagesFile)}.tmp`,
     updatesOffsetPath(messagesFile),
     `${updatesOffsetPath(messagesFile)}.tmp`,
+    filesDirectory(messagesFile),
   ];
 }
 

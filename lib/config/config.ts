@@ -4,6 +4,11 @@
  * @module
  */
 import { type Cidr, parseCidr } from "../common/ip.ts";
+import {
+  type AttachmentsConfig,
+  parseAttachmentSize,
+  parseAttachmentTypes,
+} from "./attachments.ts";
 
 /**
  * The header a trusted proxy names the client in (`REAL_IP_HEADER`, lower-case): appended
@@ -34,12 +39,15 @@ export const SETTING_NAMES = [
   "ALLOWED_ORIGINS",
   "SERVE_EXAMPLE",
   "RATE_LIMIT",
+  "ATTACHMENTS",
+  "ATTACHMENT_TYPES",
   "CHALLENGE",
   "CHALLENGE_SECRET",
   "TURNSTILE_VERIFY_URL",
   "CHAT_ACTIONS",
   "CHAT_ACTIONS_BY",
   "SPAM_BLOCK_FOR",
+  "SPAM_FILTER",
   "SMTP_URL",
   "SMTP_USER",
   "SMTP_PASSWORD",
@@ -67,11 +75,14 @@ export const DEFAULTS = {
   ALLOWED_ORIGINS: "",
   SERVE_EXAMPLE: "0",
   RATE_LIMIT: "5/60s",
+  ATTACHMENTS: "0",
+  ATTACHMENT_TYPES: "pdf,png,jpeg,gif,webp,txt",
   CHALLENGE: "none",
   TURNSTILE_VERIFY_URL: "https://challenges.cloudflare.com/turnstile/v0/siteverify",
   CHAT_ACTIONS: "1",
   CHAT_ACTIONS_BY: "members",
   SPAM_BLOCK_FOR: "30d",
+  SPAM_FILTER: "mark",
   REPLY_LIMIT: "20/1h",
 } as const;
 
@@ -147,7 +158,13 @@ export const FORM_ID = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 export const RESERVED_FORM_ID = "default";
 
 /** The settings each form of `FORMS` may have, as `FORM_<ID>_<SETTING>`. */
-export const FORM_SETTINGS = ["CHAT_ID", "TOPIC_ID", "ALLOWED_ORIGINS", "TITLE"] as const;
+export const FORM_SETTINGS = [
+  "CHAT_ID",
+  "TOPIC_ID",
+  "ALLOWED_ORIGINS",
+  "TITLE",
+  "ATTACHMENTS",
+] as const;
 
 /** A form's own setting, `FORM_<ID>_<SETTING>` (`<ID>` upper-cased, `-` as `_`). */
 export type FormSettingName = `FORM_${string}_${typeof FORM_SETTINGS[number]}`;
@@ -184,6 +201,8 @@ export interface FormConfig {
   readonly allowedOrigins: readonly string[];
   /** `FORM_<ID>_TITLE`, else the id: shown in its notifications' header. */
   readonly title: string;
+  /** `FORM_<ID>_ATTACHMENTS`, else `ATTACHMENTS`: its files' bytes per submission (0: none). */
+  readonly attachmentBytes: number;
 }
 
 /** The longest `FORM_<ID>_TITLE`, in characters. */
@@ -230,10 +249,14 @@ export interface Config {
   readonly chatActions: ChatActionsConfig;
   /** `SPAM_BLOCK_FOR`: how long marking a message as spam blocks its sender. */
   readonly spamBlockMs: number;
+  /** `SPAM_FILTER`: what the learned spam filter does with what looks like spam. */
+  readonly spamFilter: SpamFilterMode;
   /** `SMTP_URL` and its companions; `undefined` when `SMTP_URL` is unset (no replies by email). */
   readonly mail: MailConfig | undefined;
   /** `REPLY_LIMIT`: at most this many replies by email in any window. */
   readonly replyLimit: RateLimit;
+  /** `ATTACHMENTS` (the default form's; each form has its own) and `ATTACHMENT_TYPES`. */
+  readonly attachments: AttachmentsConfig;
 }
 
 /** A setting that is present but malformed. The message names the setting and fits one line. */
@@ -362,6 +385,7 @@ export function parseConfig(
     "DELIVERY_MAX_AGE",
     get("DELIVERY_MAX_AGE") ?? DEFAULTS.DELIVERY_MAX_AGE,
   );
+  const attachments = parseAttachments(get);
   return {
     messenger: token !== undefined && chatId !== undefined
       ? { token, chatId, ...(topicId === undefined ? {} : { topicId }) }
@@ -395,17 +419,40 @@ export function parseConfig(
       by: parseChatActionsBy(get("CHAT_ACTIONS_BY") ?? DEFAULTS.CHAT_ACTIONS_BY),
     },
     spamBlockMs: parseDuration("SPAM_BLOCK_FOR", get("SPAM_BLOCK_FOR") ?? DEFAULTS.SPAM_BLOCK_FOR),
+    spamFilter: parseSpamFilter(get("SPAM_FILTER") ?? DEFAULTS.SPAM_FILTER),
     mail: parseMail(get),
     replyLimit: parseRateLimit(get("REPLY_LIMIT") ?? DEFAULTS.REPLY_LIMIT, "REPLY_LIMIT"),
-    forms: parseForms(get("FORMS") ?? DEFAULTS.FORMS, (name) => {
-      const value = env[name]?.trim();
-      return value === "" ? undefined : value;
-    }, {
-      chatId,
-      topicId,
-      allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
-    }),
+    attachments,
+    forms: formsOf(env, get, { chatId, topicId, attachmentBytes: attachments.maxBytes }),
   };
+}
+
+/** `FORMS`, each form's own settings read from `env` (an empty one is unset), over the service's. */
+function formsOf(
+  env: Readonly<Record<string, string | undefined>>,
+  get: (name: SettingName) => string | undefined,
+  base: { chatId: number | undefined; topicId: number | undefined; attachmentBytes: number },
+): FormConfig[] {
+  return parseForms(get("FORMS") ?? DEFAULTS.FORMS, (name) => {
+    const value = env[name]?.trim();
+    return value === "" ? undefined : value;
+  }, {
+    ...base,
+    allowedOrigins: parseAllowedOrigins(get("ALLOWED_ORIGINS") ?? DEFAULTS.ALLOWED_ORIGINS),
+  });
+}
+
+/** `ATTACHMENTS` and `ATTACHMENT_TYPES` (lib/config/attachments.ts). */
+function parseAttachments(get: (name: SettingName) => string | undefined): AttachmentsConfig {
+  const maxBytes = parseAttachmentSize(get("ATTACHMENTS") ?? DEFAULTS.ATTACHMENTS);
+  if (typeof maxBytes === "string") {
+    throw new ConfigError("ATTACHMENTS", `"ATTACHMENTS" ${maxBytes}`);
+  }
+  const kinds = parseAttachmentTypes(get("ATTACHMENT_TYPES") ?? DEFAULTS.ATTACHMENT_TYPES);
+  if (typeof kinds === "string") {
+    throw new ConfigError("ATTACHMENT_TYPES", `"ATTACHMENT_TYPES" ${kinds}`);
+  }
+  return { maxBytes, kinds };
 }
 
 /**
@@ -420,6 +467,8 @@ export function parseForms(
     readonly chatId: number | undefined;
     readonly topicId: number | undefined;
     readonly allowedOrigins: readonly string[];
+    /** `ATTACHMENTS`, for a form without its own; absent: 0. */
+    readonly attachmentBytes?: number;
   },
 ): FormConfig[] {
   const result: FormConfig[] = [];
@@ -466,6 +515,14 @@ export function parseForms(
         `"${titleName}" must be one line of at most ${FORM_TITLE_MAX} characters`,
       );
     }
+    const attachmentsName = formSettingName(id, "ATTACHMENTS");
+    const ownAttachments = get(attachmentsName);
+    const attachmentBytes = ownAttachments === undefined
+      ? base.attachmentBytes ?? 0
+      : parseAttachmentSize(ownAttachments);
+    if (typeof attachmentBytes === "string") {
+      throw new ConfigError(attachmentsName, `"${attachmentsName}" ${attachmentBytes}`);
+    }
     result.push({
       id,
       chatId: ownChat ?? base.chatId,
@@ -474,6 +531,7 @@ export function parseForms(
         ? base.allowedOrigins
         : parseAllowedOrigins(origins, originsName),
       title,
+      attachmentBytes,
     });
   }
   return result;
@@ -677,6 +735,21 @@ function parseRateLimit(
     );
   }
   return { limit, windowMs };
+}
+
+/**
+ * `SPAM_FILTER`: what a submission the learned spam filter scores as spam does
+ * (lib/spam/spam_filter.ts): `mark` (its notification silent, marked, with Not spam and Spam),
+ * `hold` (kept out of the chat, recorded and counted, like a blocked sender's), `off` (nothing
+ * is scored or learnt).
+ */
+export type SpamFilterMode = "mark" | "hold" | "off";
+
+/** `SPAM_FILTER`: `mark`, `hold` or `off`, in any case. */
+function parseSpamFilter(text: string): SpamFilterMode {
+  const mode = text.toLowerCase();
+  if (mode === "mark" || mode === "hold" || mode === "off") return mode;
+  throw new ConfigError("SPAM_FILTER", `"SPAM_FILTER" must be mark, hold or off`);
 }
 
 /** `CHAT_ACTIONS_BY`: `members` or `admins`, in any case. */

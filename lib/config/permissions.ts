@@ -7,7 +7,7 @@
 import { type Config, SETTING_NAMES, type SettingName } from "./config.ts";
 import { describeError } from "../log/logger.ts";
 import { examplePagePath } from "./example_page.ts";
-import { databasePath, directoryOf, stateFiles } from "../common/state_files.ts";
+import { databasePath, directoryOf, filesDirectory, stateFiles } from "../common/state_files.ts";
 
 /** The parts of the configuration that decide what the service may touch. */
 export type PermissionInputs =
@@ -127,12 +127,18 @@ export const ENV_NAMES = `${SETTING_NAMES.join(",")},FORM_*`;
 
 /**
  * The flags of `contactd export` run from a checkout: read the backup file and the settings,
- * nothing else (no write, no network, not even the outbox beside it).
+ * nothing else (no write, no network, not even the outbox beside it). With `--files DIR`
+ * (`filesDir`), also read the files' directory and write into `DIR`.
  */
-export function exportFlags(config: Pick<PermissionInputs, "messagesFile">): string[] {
+export function exportFlags(
+  config: Pick<PermissionInputs, "messagesFile">,
+  filesDir?: string,
+): string[] {
+  const files = filesDir === undefined ? [] : [filesDirectory(config.messagesFile), filesDir];
   return [
     "--no-prompt",
-    `--allow-read=${list([config.messagesFile])}`,
+    `--allow-read=${list([config.messagesFile, ...files])}`,
+    ...(filesDir === undefined ? [] : [`--allow-write=${list([filesDir])}`]),
     `--allow-env=${ENV_NAMES}`,
   ];
 }

@@ -29,6 +29,7 @@
 import { formSettingName } from "../config/config.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { notificationParts, refusedNotice } from "../bot/notification.ts";
+import { looksLikeSpam } from "../learn/classifier.ts";
 import { type OutboxEntry, OutboxEntryDamaged, type OutboxSubmission } from "../storage/outbox.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import type { Pacer } from "./pacer.ts";
@@ -87,8 +88,12 @@ export interface Destination {
   readonly chatId: number;
   /** Its forum topic (`message_thread_id`), if any. */
   readonly topicId?: number | undefined;
-  /** Shown in the header (`Form: …`). */
-  readonly title: string;
+  /** Shown in the header (`Form: …`); absent: none (the default form's follow-up). */
+  readonly title?: string | undefined;
+  /** The message this one answers (`reply_parameters`): a follow-up's case notification. */
+  readonly replyTo?: number | undefined;
+  /** The case a follow-up belongs to (its first submission's id), named in its header. */
+  readonly followUpOf?: string | undefined;
 }
 
 /** What a {@linkcode DeliveryQueue} works with. */
@@ -97,14 +102,19 @@ export interface DeliveryDeps {
   readonly chatId: number;
   /**
    * One `sendMessage` of `text` (lib/bot/api.ts `sendMessage`): to the default form's chat and
-   * topic, or to `to`, a form's.
+   * topic, or to `to`, a form's; `silent` (a notification that looks like spam): without sound.
    */
-  readonly send: (text: string, to?: Destination, markup?: unknown) => Promise<BotApiResult>;
+  readonly send: (
+    text: string,
+    to?: Destination,
+    markup?: unknown,
+    silent?: boolean,
+  ) => Promise<BotApiResult>;
   /**
    * The buttons of a notification's first part for submission `id` (lib/bot/keyboard.ts), sent
-   * as its `reply_markup`; absent (`CHAT_ACTIONS=0`): no buttons.
+   * as its `reply_markup`, `marked` when it looks like spam; absent (`CHAT_ACTIONS=0`): none.
    */
-  readonly markup?: (id: string) => unknown;
+  readonly markup?: (id: string, marked: boolean) => unknown;
   /**
    * Told of every part that reached the chat, once it did (the chat ledger, lib/storage/ledger.ts):
    * awaited before the submission is noted delivered. A failure is logged, not retried.
@@ -115,6 +125,11 @@ export interface DeliveryDeps {
    * longer names it (it then goes to the default form's chat, with a `form_removed` line).
    */
   readonly destination?: (form: string) => Destination | undefined;
+  /**
+   * Where `submission` goes when it is a follow-up written on a case page (lib/cases/): its
+   * case's chat and topic, as a reply to its notification; `undefined` for any other submission.
+   */
+  readonly followUp?: (submission: OutboxSubmission) => Destination | undefined;
   /** The outbox. */
   readonly store: DeliveryStore;
   /** Telegram's limits (lib/delivery/pacer.ts). */
@@ -343,7 +358,12 @@ export class DeliveryQueue {
         submission,
         to,
         durable,
-        parts: notificationParts({ ...submission, title: _titleOf(submission, to) }),
+        parts: notificationParts({
+          ...submission,
+          title: _titleOf(submission, to),
+          followUpOf: to?.followUpOf,
+          buttons: this.#deps.markup !== undefined,
+        }),
         sent: 0,
         deadline: now + waitMs,
         waiter: new Waiter(resolve),
@@ -628,6 +648,8 @@ export class DeliveryQueue {
       const input = {
         ...submission,
         title: _titleOf(submission, to),
+        followUpOf: to?.followUpOf,
+        buttons: this.#deps.markup !== undefined,
         // No status yet: its sender was answered by this run (502), the record is on its way.
         late: {
           firstError: entry.firstError,
@@ -706,8 +728,12 @@ export class DeliveryQueue {
     pacer.sent(chat, clock.now());
     let result: BotApiResult;
     try {
-      const buttons = first ? markup?.(id) : undefined;
-      result = await (to === undefined && buttons === undefined
+      // Looks like spam (lib/learn/classifier.ts): every part without sound, marked buttons.
+      const marked = looksLikeSpam(submission.spamScore);
+      const buttons = first ? markup?.(id, marked) : undefined;
+      result = await (marked
+        ? send(text, to, buttons, true)
+        : to === undefined && buttons === undefined
         ? send(text)
         : send(text, to, ...(buttons === undefined ? [] : [buttons])));
     } finally {
@@ -911,6 +937,8 @@ export class DeliveryQueue {
    * that `FORMS` no longer names goes to the default form's chat, said once per submission.
    */
   #destinationOf(submission: OutboxSubmission): Destination | undefined {
+    const followUp = this.#deps.followUp?.(submission);
+    if (followUp !== undefined) return followUp;
     const { form, id } = submission;
     if (form === undefined) return undefined;
     const to = this.#deps.destination?.(form);

@@ -10,6 +10,11 @@ import type { DeliveryOutcome } from "../delivery/queue.ts";
 import { type ErrorCode, ERRORS } from "./errors.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import type { OutboxSubmission } from "../storage/outbox.ts";
+import type { StoreCall } from "../storage/store.ts";
+import type { ReceivedFile } from "../files/multipart_stream.ts";
+import type { TokenSource } from "../learn/tokens.ts";
+import type { FilterSubmission } from "../spam/spam_filter.ts";
+import { casePath } from "../cases/token.ts";
 
 /** What {@linkcode accept} records and sends, already validated. */
 export interface Accepted {
@@ -26,14 +31,43 @@ export interface Accepted {
   readonly fields?: Readonly<Record<string, string>> | undefined;
   /** Its form of `FORMS` (`POST /api/contact/<id>`), recorded as `form`; absent: the default. */
   readonly form?: string | undefined;
+  /** The files it brought (lib/files/multipart_stream.ts), kept and recorded as `files`. */
+  readonly files?: readonly ReceivedFile[] | undefined;
+  /** The learned spam filter's score (lib/spam/spam_filter.ts), recorded as `spam_score`. */
+  readonly spamScore?: number | undefined;
+}
+
+/** What {@linkcode accept} needs of the learned spam filter (lib/spam/spam_filter.ts). */
+export interface AcceptSpam {
+  /** The score of a submission; `undefined` while the filter does not score. */
+  score(submission: TokenSource): number | undefined;
+  /**
+   * The call that keeps what `submission` would teach a press (its lesson), committed with its
+   * row.
+   */
+  lesson(submission: FilterSubmission): StoreCall;
+  /** `SPAM_FILTER=hold`: a submission that looks like spam is held, not sent. */
+  readonly hold: boolean;
+  /**
+   * Keeps a held submission for its release from the chat, with `also` (its case's opening) in
+   * the same transaction.
+   */
+  keepHeld(
+    submission: OutboxSubmission,
+    spamScore: number,
+    also?: readonly StoreCall[],
+  ): Promise<void>;
 }
 
 /** What {@linkcode accept} touches outside itself. */
 export interface AcceptDeps {
-  /** The outbox: `add` is synced before delivery starts; `recorded` notes the answer. */
+  /**
+   * The outbox: `add` is synced before delivery starts; `recordedSoon` notes the answer (with
+   * the next commit: recovery finds the record if a crash comes first).
+   */
   readonly outbox: {
-    add(submission: OutboxSubmission): Promise<void>;
-    recorded(id: string, status: number | null): Promise<void>;
+    add(submission: OutboxSubmission, also?: readonly StoreCall[]): Promise<void>;
+    recordedSoon(id: string, status: number | null): Promise<void>;
   };
   /** The send queue; `undefined` while the messenger is not configured. */
   readonly queue:
@@ -51,6 +85,34 @@ export interface AcceptDeps {
    * is written for one, so nothing of it comes back after the erasure.
    */
   readonly forgotten?: { has(id: string): boolean };
+  /**
+   * Keeps a submission's files: names them as kept (lib/storage/attachments.ts
+   * `keepingAttachments`) and returns the calls that list them, committed with its outbox row. A
+   * failure is logged (`files_write_failed`), the text goes on without them.
+   */
+  readonly keepingFiles?: (submission: OutboxSubmission) => Promise<readonly StoreCall[]>;
+  /** The learned spam filter (`SPAM_FILTER`); absent: off. */
+  readonly spam?: AcceptSpam | undefined;
+  /**
+   * The case pages (lib/cases/case_book.ts `CaseBook`): each accepted submission opens a case,
+   * its page's path answered as `case_url`; absent: no cases.
+   */
+  readonly cases?: {
+    /**
+     * A new case to be opened in the caller's transaction (with the submission's outbox row, or
+     * a held submission's held row): its token and the call.
+     */
+    opening(
+      submission: { id: string; ts: string; form?: string | undefined; message: string },
+    ): Promise<{ token: string; call: StoreCall }>;
+    /** A follow-up's post on its case, in the caller's transaction. */
+    posting(
+      caseId: string,
+      post: { ref: string; ts: string; author: "sender"; text: string },
+    ): StoreCall;
+  };
+  /** The case this submission follows up (written on its page): posted there, opens none. */
+  readonly followUp?: string | undefined;
 }
 
 /**
@@ -72,16 +134,23 @@ export async function accept(
   fields: Accepted,
 ): Promise<Response> {
   const { log } = deps;
-  const submission: OutboxSubmission = { id: deps.newId(), ...fields };
+  const submission: OutboxSubmission = {
+    id: deps.newId(),
+    ...fields,
+    ...(deps.followUp === undefined ? {} : { followUp: deps.followUp }),
+  };
   const { id } = submission;
+  // One commit for the row and what goes with it: a crash leaves all of it or none.
+  const withRow = await writtenWith(deps, submission);
+  const files = await _keepingFiles(deps, submission);
   let queued = true;
   try {
-    await deps.outbox.add(submission);
+    await deps.outbox.add(submission, [...withRow.calls, ...files]);
   } catch (error) {
     queued = false;
     log("error", { event: "outbox_write_failed", id, error: describeError(error) });
   }
-
+  const caseUrl = queued ? withRow.caseUrl : undefined;
   const delivery: DeliveryOutcome = deps.queue === undefined
     ? { ok: false, error: "not configured" }
     : await deps.queue.submit(submission, queued);
@@ -94,6 +163,8 @@ export async function accept(
       await deps.append(formatRecord({
         ...fields,
         id,
+        spam_score: fields.spamScore,
+        follow_up: deps.followUp,
         messenger_ok: delivery.ok,
         messenger_error: delivery.ok ? null : delivery.error,
       }));
@@ -113,12 +184,63 @@ export async function accept(
     : "delivery_failed";
   const status = code === undefined ? 200 : ERRORS[code].status;
   if (queued && stored && !forgotten) {
-    // Not awaited: the record is written; a crash before this note only repeats the record.
-    deps.outbox.recorded(id, status).catch((error) =>
+    // Not awaited: the record is written; a crash before this note is committed leaves the row
+    // unmarked, and recovery finds its record in the backup file (never writes it twice).
+    deps.outbox.recordedSoon(id, status).catch((error) =>
       log("error", { event: "outbox_write_failed", id, error: describeError(error) })
     );
   }
   const result = code === undefined ? (stored ? "delivered" : "delivered_not_stored") : code;
   log("info", { event: "contact", status, result, id, ...(forgotten ? { forgotten: true } : {}) });
-  return code === undefined ? answer.success() : answer.error(code);
+  // Stored for later delivery: the sender keeps the case page's address as with a success.
+  return code === undefined
+    ? answer.success(caseUrl)
+    : answer.error(code, ERRORS[code].stored === true ? { caseUrl } : {});
+}
+
+/**
+ * What is written with a submission's row (its outbox row, or a held submission's), in the same
+ * transaction: its case (a new one, whose page's path is answered as `case_url`; for a follow-up,
+ * its post on its case) and its lesson for the spam filter. A case that cannot be prepared is
+ * logged (`case_write_failed`) and the submission goes on without one.
+ */
+export async function writtenWith(
+  deps: Pick<AcceptDeps, "cases" | "followUp" | "spam" | "log">,
+  submission: OutboxSubmission,
+): Promise<{ calls: StoreCall[]; caseUrl: string | undefined }> {
+  const calls: StoreCall[] = [];
+  let caseUrl: string | undefined;
+  const { cases, followUp } = deps;
+  const { id, ts, message } = submission;
+  try {
+    if (followUp !== undefined && cases !== undefined) {
+      calls.push(cases.posting(followUp, { ref: id, ts, author: "sender", text: message }));
+    } else if (cases !== undefined) {
+      const opened = await cases.opening(submission);
+      calls.push(opened.call);
+      caseUrl = casePath(opened.token);
+    }
+  } catch (error) {
+    deps.log("error", { event: "case_write_failed", id, error: describeError(error) });
+  }
+  if (deps.spam !== undefined) calls.push(deps.spam.lesson(submission));
+  return { calls, caseUrl };
+}
+
+/** The calls that list `submission`'s files, named as kept; none after a logged failure. */
+async function _keepingFiles(
+  deps: AcceptDeps,
+  submission: OutboxSubmission,
+): Promise<readonly StoreCall[]> {
+  if (submission.files === undefined || deps.keepingFiles === undefined) return [];
+  try {
+    return await deps.keepingFiles(submission);
+  } catch (error) {
+    deps.log("error", {
+      event: "files_write_failed",
+      id: submission.id,
+      error: describeError(error),
+    });
+    return [];
+  }
 }

@@ -72,8 +72,11 @@ export function answersOf(
 
 /** The two kinds of answer the contact pipeline gives. */
 export interface Answers {
-  /** Accepted (also the honeypot's answer, which must look the same). */
-  success(): Response;
+  /**
+   * Accepted (also the honeypot's answer, which must look the same); `caseUrl` is the path of
+   * the sender's case page (lib/http/case_route.ts), when one was opened.
+   */
+  success(caseUrl?: string): Response;
   /** Refused or failed, with the code's status. */
   error(code: ErrorCode, options?: ErrorResponseOptions): Response;
 }
@@ -90,7 +93,13 @@ const OK = JSON.stringify({ ok: true });
 
 function jsonAnswersWith(headers: Readonly<Record<string, string>>): Answers {
   return {
-    success: () => jsonTextResponse(200, OK, headers),
+    // A case's path is unique to its answer: built each time, never kept in the answer cache.
+    success: (caseUrl) =>
+      caseUrl === undefined
+        ? jsonTextResponse(200, OK, headers)
+        : new Response(JSON.stringify({ ok: true, case_url: caseUrl }), {
+          headers: { "content-type": "application/json", ...headers },
+        }),
     error: (code, options = {}) =>
       errorResponse(
         code,
@@ -114,8 +123,8 @@ const PLAIN_JSON = jsonAnswersWith(NO_HEADERS);
 function formspreeAnswers(headers: Readonly<Record<string, string>>, next: string): Answers {
   return {
     // Not from the answer cache: `next` is whatever target the form named.
-    success: () =>
-      new Response(JSON.stringify({ ok: true, next }), {
+    success: (caseUrl) =>
+      new Response(JSON.stringify({ ok: true, next, ...caseField(caseUrl) }), {
         headers: { "content-type": "application/json", ...headers },
       }),
     error: (code, options = {}) =>
@@ -127,9 +136,33 @@ function formspreeAnswers(headers: Readonly<Record<string, string>>, next: strin
   };
 }
 
+/** The plain-text success's line naming the case page, when a case was opened. */
+function caseLine(caseUrl: string | undefined): string {
+  return caseUrl === undefined
+    ? ""
+    : `Keep this address to read the reply and write back: ${caseUrl}\n`;
+}
+
+/** `case_url` in a JSON success, when a case was opened. */
+function caseField(caseUrl: string | undefined): { case_url?: string } {
+  return caseUrl === undefined ? {} : { case_url: caseUrl };
+}
+
+/**
+ * Where a browser goes after a form post that opened a case: the form's success target with
+ * the case's path in its fragment (`#case=/api/case/<token>`: a fragment is never sent to a
+ * server nor in a `Referer`; `&case=…` after a fragment of its own), or, without a target,
+ * the case page itself, which says the message was sent (`?sent=1`).
+ */
+export function caseTarget(success: string | undefined, caseUrl: string): string {
+  if (success === undefined) return `${caseUrl}?sent=1`;
+  return `${success}${success.includes("#") ? "&" : "#"}case=${caseUrl}`;
+}
+
 /**
  * Answers to a form post: `303` to the matching target when the form named one, else plain
- * text with the real status. `headers` are added to each.
+ * text with the real status. `headers` are added to each. A success that opened a case goes
+ * where {@linkcode caseTarget} says.
  */
 export function formAnswers(
   headers: Readonly<Record<string, string>> = {},
@@ -143,17 +176,24 @@ export function formAnswers(
   // A target the form named that could not be used is told on the page, for the site's owner.
   const note = targets.unresolved === undefined ? "" : `\n${targets.unresolved}\n`;
   return {
-    success: () =>
-      targets.success === undefined
-        ? textResponse(200, `${SUCCESS_TEXT}\n${note}`, headers)
+    // A target that could not be used keeps the plain text, so its note reaches the site's owner.
+    success: (caseUrl) =>
+      caseUrl !== undefined && targets.unresolved === undefined
+        ? seeOther(caseTarget(targets.success, caseUrl))
+        : targets.success === undefined
+        ? textResponse(200, `${SUCCESS_TEXT}\n${note}${caseLine(caseUrl)}`, headers)
         : seeOther(targets.success),
     error: (code, options = {}) =>
       targets.error === undefined
         ? textResponse(
           ERRORS[code].status,
-          `${options.message ?? ERRORS[code].message}\n${note}`,
+          `${options.message ?? ERRORS[code].message}\n${note}${caseLine(options.caseUrl)}`,
           { ...headers, ...options.headers },
         )
-        : seeOther(withErrorCode(targets.error, code)),
+        : seeOther(
+          options.caseUrl === undefined
+            ? withErrorCode(targets.error, code)
+            : caseTarget(withErrorCode(targets.error, code), options.caseUrl),
+        ),
   };
 }

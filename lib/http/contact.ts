@@ -5,7 +5,7 @@
  * @module
  */
 import { type Answers, answersOf, type AnswerStyle, answerStyle } from "./answer.ts";
-import { accept, type AcceptDeps, type Accepted } from "./accept.ts";
+import { accept, type AcceptDeps, type Accepted, writtenWith } from "./accept.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
 import type { ChallengeGate, ChallengeVerdict } from "../challenge/altcha.ts";
@@ -14,7 +14,16 @@ import type { RealIpHeader } from "../config/config.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
 import { formPost, parseFormPost } from "../form/form_post.ts";
 import { decodeMultipart } from "../form/multipart.ts";
-import { type PageOrigin, pageOrigin } from "../form/redirect.ts";
+import type { ReceivedFile } from "../files/multipart_stream.ts";
+import {
+  type AttachmentsDeps,
+  type FilesPost,
+  filesTimeoutMs,
+  readFilesPost,
+  removeFiles,
+} from "./files_post.ts";
+import { type PageOrigin, pageOrigin, type RedirectTargets } from "../form/redirect.ts";
+import { casePath, newToken } from "../cases/token.ts";
 import type { Cidr } from "../common/ip.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { outcome } from "../log/tally.ts";
@@ -24,6 +33,8 @@ import { decodeJson, isRecord } from "../common/json.ts";
 import { parseSubmission, type SubmissionResult } from "../form/submission.ts";
 import { type Block, blockableSender, type Sender } from "../spam/block_list.ts";
 import { HELD_SPAM_ERROR, heldRecord } from "../spam/held_record.ts";
+import { looksLikeSpam } from "../learn/classifier.ts";
+import type { OutboxSubmission } from "../storage/outbox.ts";
 
 /** Everything the contact pipeline touches outside itself. */
 export interface ContactDeps extends AcceptDeps {
@@ -63,6 +74,16 @@ export interface ContactDeps extends AcceptDeps {
   readonly blocks?: { match(sender: Sender, now: number): Block | undefined } | undefined;
   /** Says when requests carry a trusted proxy's own address (lib/net/client_address.ts). */
   readonly proxyNotice?: ProxyNotice | undefined;
+  /**
+   * The form's files (`ATTACHMENTS`, lib/http/files_post.ts): with `maxBytes` over 0, a multipart
+   * post is read as a stream and its files kept; absent or 0, a file is `415 file_not_accepted`.
+   */
+  readonly attachments?: AttachmentsDeps | undefined;
+  /**
+   * Where a form post's answers go, whatever the form names (a case page's write-back: back to
+   * the page, lib/http/case_route.ts); absent: the form's own `_redirect` fields.
+   */
+  readonly targets?: RedirectTargets | undefined;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -92,7 +113,7 @@ export function handleContact(
   const form = isFormKind(kind);
   // Accept matters to a form body only: a JSON post does not pay for reading it.
   const style = answerStyle(form, form ? request.headers.get("accept") : null, deps.formspree);
-  const answer: Answers = answersOf(style, cors);
+  const answer: Answers = answersOf(style, cors, deps.targets);
 
   if (origin.kind === "refused") {
     // Before the rate limit: another site's visitors must not use up this site's quota.
@@ -127,12 +148,16 @@ export function handleContact(
     });
   }
 
+  const context: Context = { request, kind, cors, style, answer, ip, nowMs };
+  if (kind === "multipart" && (deps.attachments?.maxBytes ?? 0) > 0) {
+    return withFiles(deps, deps.attachments!, context);
+  }
   // One limit for every body, the reverse proxy's (client_max_body_size 16k).
   return withBody(
     request,
     BODY_LIMIT,
     deps.bodyDeadline(nowMs),
-    (body) => withinBody(deps, body, { request, kind, cors, style, answer, ip, nowMs }),
+    (body) => withinBody(deps, body, context),
     (error) => internalError(deps.log, request, error, style),
     // The body was already answered (408): a stream that will not even cancel is only logged.
     (error) => deps.log("warn", { event: "body_cancel_failed", error: describeError(error) }),
@@ -148,6 +173,73 @@ interface Context {
   readonly answer: Answers;
   readonly ip: string;
   readonly nowMs: number;
+  /** The files a post with files brought, `claimed` once {@linkcode accept} took them. */
+  readonly files?: { readonly list: readonly ReceivedFile[]; claimed: boolean };
+}
+
+/**
+ * A multipart post to a form that takes files: read as a stream (lib/http/files_post.ts), then
+ * the same rules as any form post. Files a refused, honeypot or held post brought are removed
+ * once it is answered; an accepted one's go with it.
+ */
+async function withFiles(
+  deps: ContactDeps,
+  attachments: AttachmentsDeps,
+  context: Context,
+): Promise<Response> {
+  const { request, style, cors } = context;
+  const page = pageOf(request, deps.allowedOrigins);
+  // One timer per upload (uploads are few and long), cleared once the body is read.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise((resolve) => {
+    timer = setTimeout(resolve, filesTimeoutMs(attachments.maxBytes));
+  });
+  let post: FilesPost;
+  try {
+    post = await readFilesPost(request, attachments, `u${newUploadId()}`, expired);
+  } catch (error) {
+    return internalError(deps.log, request, error, style);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (post.kind === "refused") {
+    const targets = post.pairs === undefined
+      ? {}
+      : deps.targets ?? formPost(post.pairs, deps.allowedOrigins, page).targets;
+    outcome(deps.log, ERRORS[post.code].status, post.code);
+    const { field, message } = post;
+    return answersOf(style, cors, targets).error(post.code, {
+      ...(field === undefined ? {} : { field }),
+      ...(message === undefined ? {} : { message }),
+      ...(post.unread === true ? { headers: { connection: "close" } } : {}),
+    });
+  }
+  const form = formPost(post.pairs, deps.allowedOrigins, page);
+  const proof = deps.challenge === undefined ? undefined : form.proofs[deps.challenge.field];
+  const files = { list: post.files, claimed: false };
+  try {
+    return await _afterParse(
+      deps,
+      form.result,
+      answersOf(style, cors, deps.targets ?? form.targets),
+      proof,
+      {
+        ...context,
+        files,
+      },
+    );
+  } finally {
+    if (!files.claimed) {
+      removeFiles(attachments.spool, post.files).catch((error) =>
+        deps.log("error", { event: "files_remove_failed", error: describeError(error) })
+      );
+    }
+  }
+}
+
+/** A name for one upload's files in the spool, unique and unguessable. */
+function newUploadId(): string {
+  return crypto.randomUUID().replaceAll("-", "");
 }
 
 /** The rules that need the body, in order; a valid submission goes on to {@linkcode accept}. */
@@ -181,7 +273,7 @@ function withinBody(
         const { pairs, ...invalid } = decoded;
         const targets = pairs === undefined
           ? {}
-          : formPost(pairs, deps.allowedOrigins, page).targets;
+          : deps.targets ?? formPost(pairs, deps.allowedOrigins, page).targets;
         const answers = answersOf(context.style, context.cors, targets);
         return _afterParse(deps, invalid, answers, undefined, context);
       }
@@ -190,7 +282,7 @@ function withinBody(
       return _afterParse(
         deps,
         post.result,
-        answersOf(context.style, context.cors, post.targets),
+        answersOf(context.style, context.cors, deps.targets ?? post.targets),
         proof,
         context,
       );
@@ -206,7 +298,7 @@ function withinBody(
       deps.allowedOrigins,
       pageOf(context.request, deps.allowedOrigins),
     );
-    answers = answersOf(context.style, context.cors, post.targets);
+    answers = answersOf(context.style, context.cors, deps.targets ?? post.targets);
     parsed = post.result;
     if (gate !== undefined) proof = post.proofs[gate.field];
   } else {
@@ -230,7 +322,7 @@ function _afterParse(
   const gate = deps.challenge;
   if (parsed.kind === "honeypot") {
     outcome(deps.log, 200, "honeypot");
-    return answers.success();
+    return answers.success(decoyCase(deps));
   }
   // A body that could not be decoded has no proof to check: its 400 comes first.
   if (gate !== undefined && !(parsed.kind === "invalid" && UNDECODED.has(parsed.code))) {
@@ -277,41 +369,108 @@ function afterChallenge(
   const { ip, nowMs, request } = context;
   const ts = formatTimestamp(new Date(nowMs));
   const form = deps.form === undefined ? {} : { form: deps.form };
-  const fields: Accepted = { ...parsed.submission, ip, ts, ...form };
+  // A follow-up carries what its case page's form sends, the message: a crafted post's name,
+  // contact and other fields are dropped (a reply to it goes to the page, never to an address).
+  const own = deps.followUp === undefined
+    ? parsed.submission
+    : { name: "", contact: "", message: parsed.submission.message };
+  const fields: Accepted = { ...own, ip, ts, ...form };
   // The proxy's own address (or this host's) blocks nobody: only the contact is checked.
   const sender = blockableSender({ ip, contact: fields.contact }, deps.trustedProxies);
   const block = deps.blocks?.match(sender, nowMs);
-  const accepted = block === undefined ? accept(deps, answers, fields) : hold(deps, fields, block);
-  return accepted.then(
-    (response) => response ?? answers.success(),
-    (error) => internalError(deps.log, request, error, context.style),
-  );
+  // The learned filter's score (lib/spam/spam_filter.ts) never changes the sender's answer.
+  const spamScore = block === undefined ? deps.spam?.score(fields) : undefined;
+  const scored: Accepted = spamScore === undefined ? fields : { ...fields, spamScore };
+  const held = block ??
+    (deps.spam?.hold === true && looksLikeSpam(spamScore) ? "filter" as const : undefined);
+  const accepted = held === undefined
+    ? accept(deps, answers, claimFiles(scored, context))
+    : hold(deps, scored, held).then((caseUrl) => answers.success(caseUrl ?? decoyCase(deps)));
+  return accepted.catch((error) => internalError(deps.log, request, error, context.style));
+}
+
+/** `fields` with the files the post brought, which {@linkcode accept} now keeps. */
+function claimFiles(fields: Accepted, context: Context): Accepted {
+  const files = context.files;
+  if (files === undefined || files.list.length === 0) return fields;
+  files.claimed = true;
+  return { ...fields, files: files.list };
 }
 
 /**
- * A valid submission from a blocked sender: not queued, not sent, no outbox line; its backup
- * record is written (`"held":"spam"` and the block), and it is answered as a success, exactly
- * like a honeypot hit (resolves `undefined`: the caller answers). Logged as `held_spam` (with
- * its id and the kind of block, never the key), tallied like the refusals.
+ * The `case_url` of a success that opened no case (a honeypot hit, a blocked sender's
+ * submission: nothing of theirs is kept to show), so it looks like any other: a fresh token's
+ * path, which no case has (its page is a `404`). None while cases are off, nor for a follow-up
+ * (whose success names no case). A submission the spam filter held has a real case.
  */
-async function hold(deps: ContactDeps, fields: Accepted, block: Block): Promise<undefined> {
+function decoyCase(deps: ContactDeps): string | undefined {
+  return deps.cases === undefined || deps.followUp !== undefined ? undefined : casePath(newToken());
+}
+
+/**
+ * A valid submission from a blocked sender (or held by the spam filter): not queued, not sent,
+ * no outbox line; its backup record is written (`"held":"spam"` and the block), and it is
+ * answered as a success (the caller answers), like a honeypot hit. One the filter held is kept
+ * with a real case opened in the same transaction: resolves with its page's path (`undefined`:
+ * none, a decoy is answered). Logged as `held_spam` (with its id and the kind of block, never
+ * the key), tallied like the refusals.
+ */
+async function hold(
+  deps: ContactDeps,
+  fields: Accepted,
+  block: Block | "filter",
+): Promise<string | undefined> {
   const id = deps.newId();
   let stored = true;
   try {
     await deps.append(heldRecord({
       ...fields,
       id,
+      spam_score: fields.spamScore,
+      follow_up: deps.followUp,
       messenger_ok: false,
       messenger_error: HELD_SPAM_ERROR,
-    }, block));
+    }, block === "filter" ? undefined : block));
   } catch (error) {
     stored = false;
     deps.log("error", { event: "backup_write_failed", id, error: describeError(error) });
   }
+  const submission = {
+    ...fields,
+    id,
+    ...(deps.followUp === undefined ? {} : { followUp: deps.followUp }),
+  };
+  const caseUrl = block === "filter" ? await _keepHeld(deps, submission) : undefined;
   deps.onStorage(stored);
-  deps.log("info", { event: "contact", status: 200, result: "held_spam", id, block: block.kind });
+  const by = block === "filter" ? "filter" : block.kind;
+  deps.log("info", { event: "contact", status: 200, result: "held_spam", id, block: by });
   deps.count?.("held_spam");
-  return undefined;
+  return caseUrl;
+}
+
+/**
+ * A submission the learned spam filter held (`SPAM_FILTER=hold`): kept for its release from the
+ * chat (`/held`) with its case opened (a follow-up: posted to its case) in the same transaction,
+ * so its page shows it as any other's and the hold is not revealed; and its lesson for what a
+ * release teaches. Resolves with its case's path (none for a follow-up, nor while cases are
+ * off); a failure is logged (`spam_hold_failed`), the record stays and a decoy is answered.
+ */
+async function _keepHeld(
+  deps: ContactDeps,
+  submission: OutboxSubmission,
+): Promise<string | undefined> {
+  try {
+    const { calls, caseUrl } = await writtenWith(deps, submission);
+    await deps.spam?.keepHeld(submission, submission.spamScore ?? 1, calls);
+    return caseUrl;
+  } catch (error) {
+    deps.log("error", {
+      event: "spam_hold_failed",
+      id: submission.id,
+      error: describeError(error),
+    });
+    return undefined;
+  }
 }
 
 /**

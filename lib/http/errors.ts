@@ -21,6 +21,8 @@ export type ErrorCode =
   | "request_timeout"
   | "delivery_failed"
   | "not_configured"
+  | "case_closed"
+  | "case_waiting"
   | "internal";
 
 /** What an error code means to a client. */
@@ -96,6 +98,15 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
     message:
       "Your message was saved and will be delivered once the messenger is set up; there is no need to send it again.",
     stored: true,
+  },
+  case_closed: {
+    status: 409,
+    message: "This conversation is closed: no new messages can be written here.",
+  },
+  case_waiting: {
+    status: 429,
+    message:
+      "Your messages are waiting for an answer: you can write again once the reply has come.",
   },
   internal: { status: 500, message: "Something went wrong; your message was not accepted." },
 };

@@ -14,6 +14,8 @@ import { type RateLimiter, rateLimitKey } from "../net/rate_limit.ts";
 import { sharedDeadline } from "./deadline.ts";
 import { errorResponse, jsonResponse, NO_STORE } from "./responses.ts";
 import { examplePageResponse } from "./example_page.ts";
+import { CASE_METHODS, type CaseDesk, casePageLimiter, handleCase } from "./case_route.ts";
+import { CASE_PREFIX } from "../cases/token.ts";
 
 /** The dependencies of the whole HTTP surface. */
 export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allowedOrigins"> & {
@@ -25,7 +27,12 @@ export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allo
    * `FORMS`: the extra forms, each served at `POST /api/contact/<id>` with its own
    * `ALLOWED_ORIGINS` (lib/config/config.ts `FormConfig`); `POST /api/contact` is the default form.
    */
-  readonly forms?: readonly { readonly id: string; readonly allowedOrigins: readonly string[] }[];
+  readonly forms?: readonly {
+    readonly id: string;
+    readonly allowedOrigins: readonly string[];
+    /** `FORM_<ID>_ATTACHMENTS` (with `attachments`); absent: the default form's. */
+    readonly attachmentBytes?: number;
+  }[];
   /** The example form's bytes, served at `/`; absent unless `SERVE_EXAMPLE=1`. */
   readonly examplePage?: Uint8Array | undefined;
   /**
@@ -38,6 +45,13 @@ export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allo
    * `status()` and the outbox's pending count). Absent: `ok` while configured, else `paused`.
    */
   readonly deliveryStatus?: () => DeliveryReport;
+  /**
+   * The case pages (lib/cases/case_book.ts `CaseBook`): each accepted submission opens one,
+   * served at `/api/case/<token>` (lib/http/case_route.ts). Absent: no cases, no such route.
+   */
+  readonly cases?: CaseDesk | undefined;
+  /** The budget of case page reads; default {@linkcode casePageLimiter}'s. */
+  readonly caseLimiter?: RateLimiter | undefined;
 };
 
 /**
@@ -89,6 +103,9 @@ export function createHandler(deps: HandlerDeps): Handler {
     onStorage: (ok) => (storageOk = ok),
   };
   const { examplePage, challengeLimiter } = deps;
+  const cases = deps.cases === undefined
+    ? undefined
+    : { ...contactDeps, cases: deps.cases, caseLimiter: deps.caseLimiter ?? casePageLimiter() };
   const issue = deps.challenge?.issue?.bind(deps.challenge);
   // The challenge is the service's, for every form: every form's origins may fetch one.
   const challengeOrigins = [
@@ -102,7 +119,14 @@ export function createHandler(deps: HandlerDeps): Handler {
     ["/api/f/default", { ...contactDeps, formspree: true }],
   ]);
   for (const form of deps.forms ?? []) {
-    const formDeps = { ...contactDeps, allowedOrigins: form.allowedOrigins, form: form.id };
+    const formDeps = {
+      ...contactDeps,
+      allowedOrigins: form.allowedOrigins,
+      form: form.id,
+      ...(deps.attachments === undefined || form.attachmentBytes === undefined
+        ? {}
+        : { attachments: { ...deps.attachments, maxBytes: form.attachmentBytes } }),
+    };
     forms.set(`/api/contact/${form.id}`, formDeps);
     forms.set(`/api/f/${form.id}`, { ...formDeps, formspree: true });
   }
@@ -126,6 +150,14 @@ export function createHandler(deps: HandlerDeps): Handler {
         return errorResponse("invalid_host");
       }
       const path = pathOf(request.url, host);
+      if (cases !== undefined && path.startsWith(CASE_PREFIX)) {
+        if (!CASE_METHODS.includes(request.method)) {
+          return errorResponse("method_not_allowed", {
+            headers: { allow: CASE_METHODS.join(", ") },
+          });
+        }
+        return handleCase(cases, path, request, info);
+      }
       const methods = Object.hasOwn(routes, path) ? routes[path] : undefined;
       if (methods === undefined) return errorResponse("not_found");
       if (!methods.includes(request.method)) {

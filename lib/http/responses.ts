@@ -20,6 +20,11 @@ export interface ErrorResponseOptions {
    * contactd's own fields, the code Formspree's name where `ERRORS` gives one.
    */
   readonly formspree?: boolean;
+  /**
+   * The sender's case page (`case_url`) of a submission stored for later delivery (a `stored`
+   * code): its answer names it as a success would. Never kept in the answer cache.
+   */
+  readonly caseUrl?: string | undefined;
 }
 
 // JSON answers carry one header of their own: Deno sends a response whose only header is
@@ -141,12 +146,13 @@ export function errorResponse(code: ErrorCode, options: ErrorResponseOptions = {
       ...named,
       message,
       ...(stored ? { stored } : {}),
+      ...(stored && options.caseUrl !== undefined ? { case_url: options.caseUrl } : {}),
       ...(formspree
         ? { errors: [{ message, code: ERRORS[code].formspree ?? code, ...named }] }
         : {}),
     });
-  // A name the sender chose (and its sentence) is built each time, never kept.
-  if (field !== undefined && !OWN_FIELDS.has(field)) {
+  // A name the sender chose (and its sentence), or a case's path, is built each time, never kept.
+  if ((field !== undefined && !OWN_FIELDS.has(field)) || options.caseUrl !== undefined) {
     return new Response(body(), {
       status,
       headers: headers === NO_HEADERS ? JSON_HEADERS : { ...JSON_HEADERS, ...headers },

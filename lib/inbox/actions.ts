@@ -83,6 +83,18 @@ export const TRANSITIONS: Readonly<Record<ChatAction, Transition>> = {
   },
 };
 
+/**
+ * What each button teaches the learned spam filter (lib/spam/spam_filter.ts): Spam teaches spam;
+ * Handled and Not spam teach not spam (Not spam after Spam takes the spam back); Reopen takes
+ * back what the last press taught. A submission teaches one label at most, the last press's.
+ */
+export const TEACHES: Readonly<Record<ChatAction, "spam" | "ham" | null>> = {
+  handled: "ham",
+  reopen: null,
+  spam: "spam",
+  not_spam: "ham",
+};
+
 /** What to do about a press. */
 export type PressDecision =
   | { readonly kind: "refuse"; readonly reason: RefusalReason }

@@ -52,10 +52,14 @@ export function pacedChatApi(deps: ChatApiDeps): ChatApi {
     toast(queryId, text) {
       return call(TOAST_CHAT, () => answerCallbackQuery(api, queryId, text));
     },
-    say(chat, text, at) {
+    say(chat, text, at, markup) {
       return call(
         chat,
-        () => sendMessage(api, chat, text, at.topicId, { replyTo: at.replyTo }),
+        () =>
+          sendMessage(api, chat, text, at.topicId, {
+            replyTo: at.replyTo,
+            ...(markup === undefined ? {} : { replyMarkup: markup as InlineKeyboard }),
+          }),
       );
     },
     async isAdmin(chat, user) {

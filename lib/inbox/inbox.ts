@@ -14,11 +14,14 @@ import {
   keyboardFor,
   type MessageState,
   parseCallbackData,
+  parseReleaseData,
+  releaseKeyboard,
   stateLine,
   withStateLine,
 } from "../bot/keyboard.ts";
 import type { ChatEvent, CommandEvent, PressEvent, ReplyEvent, Sender } from "../bot/updates.ts";
 import { type BotApiResult, isNotModified } from "../bot/api.ts";
+import { withoutSpamMark } from "../bot/notification.ts";
 import type { ChatActionsBy } from "../config/config.ts";
 import type { Logger } from "../log/logger.ts";
 import {
@@ -28,6 +31,7 @@ import {
   REFUSAL_TOASTS,
   type RefusalReason,
   spamToast,
+  TEACHES,
 } from "./actions.ts";
 import type { Cidr } from "../common/ip.ts";
 import { describeError } from "../log/logger.ts";
@@ -35,7 +39,14 @@ import { unblockableAddress } from "../spam/block_list.ts";
 import { CALLS_ONLY_CHAT } from "../delivery/pacer.ts";
 import { AnswerBudget, type AnswerVerdict } from "./answer_budget.ts";
 import { UpdateNotSaved } from "./poller.ts";
-import { type PendingItem, pendingText, type StatusReport, statusText } from "./status_text.ts";
+import {
+  HELD_LISTED,
+  heldText,
+  type PendingItem,
+  pendingText,
+  type StatusReport,
+  statusText,
+} from "./status_text.ts";
 
 /** The Bot API calls the inbox makes, each paced by the delivery queue. */
 export interface ChatApi {
@@ -48,11 +59,12 @@ export interface ChatApi {
   ): Promise<BotApiResult>;
   /** Answers a press (`answerCallbackQuery`) with a short toast. */
   toast(queryId: string, text: string): Promise<BotApiResult>;
-  /** Says `text` in `chat` (in its topic), as a reply to `replyTo`. */
+  /** Says `text` in `chat` (in its topic), as a reply to `replyTo`, with `markup`'s buttons. */
   say(
     chat: number,
     text: string,
     at: { topicId?: number; replyTo?: number },
+    markup?: unknown,
   ): Promise<BotApiResult>;
   /** Whether `user` is an administrator of `chat` (`getChatAdministrators`, cached). */
   isAdmin(chat: number, user: number): Promise<boolean>;
@@ -125,10 +137,34 @@ export interface InboxDeps {
    * later).
    */
   readonly reply?: (request: ReplyRequest) => Promise<string | undefined>;
+  /**
+   * Teaches the learned spam filter that submission `id` is `label` (`null`: takes back what a
+   * press taught; lib/spam/spam_filter.ts `SpamFilter.teach`): resolves true when the filter
+   * changed. Absent: `SPAM_FILTER=off`.
+   */
+  readonly learn?: (id: string, label: "spam" | "ham" | null) => Promise<boolean>;
+  /**
+   * `/held` for `chat`: what the learned spam filter held there (`SPAM_FILTER=hold`), newest
+   * first, at most {@linkcode HELD_LISTED}, and how many; absent: nothing is held.
+   */
+  readonly held?: (
+    chat: number,
+  ) => Promise<{ readonly items: readonly HeldListItem[]; readonly count: number }>;
+  /**
+   * Releases held submission `id` pressed in `chat` (sends it there, teaches not spam): true
+   * when released, false when not held in that chat (released already, past `RETENTION`, erased).
+   */
+  readonly release?: (id: string, chat: number) => Promise<boolean>;
   /** The wall clock (ms since the epoch), for the state line's time. */
   readonly now: () => number;
   readonly log: Logger;
 }
+
+/**
+ * How an answer saying a reply was posted to the sender's case page starts (lib/inbox/case_reply.ts):
+ * a success, not a refusal, so it is never withheld as a repeat.
+ */
+export const POSTED_TO_PAGE = "📄 Posted to the sender's page";
 
 /** What a reply to a notification gets when replies by email are off (`SMTP_URL` unset). */
 export const NO_REPLIES =
@@ -149,6 +185,22 @@ export const NOT_A_NOTIFICATION =
  */
 export const NOT_SAVED = "⚠️ Not saved (contactd could not write its files): try again.";
 
+/** The toast of Not spam on a notification the spam filter marked (it stays open). */
+export const NOT_SPAM_LEARNT = "✅ Not spam: the spam filter learns from it.";
+
+/** A held submission as `/held` lists it. */
+export interface HeldListItem {
+  readonly id: string;
+  readonly ts: string;
+  readonly score: number;
+}
+
+/** The toasts of a release button. */
+export const RELEASE_TOASTS = {
+  released: "📨 Released: it is sent to this chat now, and the spam filter learns it is not spam.",
+  gone: "No longer held here (released already, past RETENTION, or erased).",
+} as const;
+
 /** The chat actions; see the module documentation. */
 export class Inbox {
   readonly #deps: InboxDeps;
@@ -160,6 +212,16 @@ export class Inbox {
     const budget = new AnswerBudget();
     this.#answers = deps.answers ??
       ((chat, person, refusal) => budget.take(chat, person, refusal, deps.now()));
+  }
+
+  /**
+   * A reply to submission `id` reached its sender (posted to the case page, or emailed: the
+   * reply sender's `sent`): answering says it is no spam, and the filter learns it, unless the
+   * owner pressed Spam on it. Never rejects (a failure is logged `spam_teach_failed`).
+   */
+  async replySent(id: string): Promise<void> {
+    if (this.#deps.ledger.get(id)?.state === "spam") return;
+    await this.#learn(id, "ham");
   }
 
   /** Handles one update. Resolves once its state is written and its answers are made. */
@@ -178,6 +240,8 @@ export class Inbox {
 
   async #press(event: PressEvent): Promise<void> {
     const { api, ledger, log } = this.#deps;
+    const released = parseReleaseData(event.data);
+    if (released !== undefined) return await this.#release(event, released);
     const data = parseCallbackData(event.data);
     if (data === undefined) return this.#refuse(event, "forged");
     const entry = ledger.get(data.id);
@@ -204,7 +268,11 @@ export class Inbox {
         // Made again (both are idempotent): an earlier press whose block or lift failed after
         // its state was written is completed by pressing again.
         if (state === "spam" && entry !== undefined) await this.#block(entry, event.from.id);
-        if (state === "open" && data.action === "not_spam") await this.#deps.blocks.lift(id);
+        if (state === "open" && data.action === "not_spam") {
+          await this.#deps.blocks.lift(id);
+          // Not spam on a notification the filter marked: it stays open, and the filter learns.
+          if (await this.#learn(id, "ham")) toast = NOT_SPAM_LEARNT;
+        }
         by = entry?.byName ?? by;
         at = entry?.at ?? at;
       } else {
@@ -220,6 +288,7 @@ export class Inbox {
         }
         await ledger.setState(id, state, event.from, now);
         log("info", { event: transition.event, id, update_id: event.updateId });
+        await this.#learn(id, TEACHES[data.action]);
       }
     } catch (error) {
       // Said honestly, and not confirmed: the poller hands the update over again.
@@ -235,12 +304,50 @@ export class Inbox {
     this.#answer(api.toast(event.queryId, toast), "toast", id);
     // A state line only once the owner acted: a notification's own last line is never taken for
     // one (a sender may end a message with what looks like a state line).
-    const text = event.text === undefined
+    // Said not spam (Not spam, Handled): the filter's mark goes from the first line.
+    const shown = event.text === undefined || TEACHES[data.action] !== "ham"
+      ? event.text
+      : withoutSpamMark(event.text);
+    const text = shown === undefined
       ? undefined
-      : withStateLine(event.text, stateLine(state, by, at), entry?.at !== undefined);
+      : withStateLine(shown, stateLine(state, by, at), entry?.at !== undefined);
     const edited = await api.edit(event.chatId, event.messageId, text, keyboardFor(state, id));
     if (!edited.ok && !isNotModified(edited)) {
       log("warn", { event: "action_edit_failed", id, error: edited.error });
+    }
+  }
+
+  /** A press of `/held`'s release button for submission `id`. */
+  async #release(event: PressEvent, id: string): Promise<void> {
+    const { api, log, release } = this.#deps;
+    if (release === undefined || !this.#deps.chats.has(event.chatId)) {
+      return this.#refuse(event, "wrong_chat", id);
+    }
+    if (!(await this.#mayAct(event.chatId, event.from))) {
+      return this.#refuse(event, "not_admin", id);
+    }
+    let done: boolean;
+    try {
+      done = await release(id, event.chatId);
+    } catch (error) {
+      log("error", { event: "spam_release_failed", id, error: describeError(error) });
+      this.#answer(api.toast(event.queryId, NOT_SAVED), "toast", id);
+      throw new UpdateNotSaved(event.updateId, error);
+    }
+    const toast = done ? RELEASE_TOASTS.released : RELEASE_TOASTS.gone;
+    this.#answer(api.toast(event.queryId, toast), "toast", id);
+  }
+
+  /**
+   * Teaches the spam filter; a failure is logged (`spam_teach_failed`), never the press's: its
+   * state is written and stays.
+   */
+  async #learn(id: string, label: "spam" | "ham" | null): Promise<boolean> {
+    try {
+      return await this.#deps.learn?.(id, label) ?? false;
+    } catch (error) {
+      this.#deps.log("error", { event: "spam_teach_failed", id, error: describeError(error) });
+      return false;
     }
   }
 
@@ -270,12 +377,25 @@ export class Inbox {
       return;
     }
     if (!this.#mayAnswer(event, undefined)) return;
-    const text = event.command === "status"
-      ? statusText(this.#deps.status(event.chatId))
-      : pendingText(this.#deps.pending(event.chatId));
+    let text: string;
+    let markup: unknown = undefined;
+    if (event.command === "held") {
+      const held = await this.#deps.held?.(event.chatId) ?? { items: [], count: 0 };
+      text = heldText(held.items, held.count, this.#deps.now());
+      if (held.items.length > 0) {
+        markup = releaseKeyboard(held.items.slice(0, HELD_LISTED).map((item) => item.id));
+      }
+    } else {
+      text = event.command === "status"
+        ? statusText(this.#deps.status(event.chatId))
+        : pendingText(this.#deps.pending(event.chatId));
+    }
     log("info", { event: "command_answered", command: event.command });
+    const at = { ...topic(event), replyTo: event.messageId };
     this.#answer(
-      api.say(event.chatId, text, { ...topic(event), replyTo: event.messageId }),
+      markup === undefined
+        ? api.say(event.chatId, text, at)
+        : api.say(event.chatId, text, at, markup),
       "command_answer",
     );
   }
@@ -321,7 +441,10 @@ export class Inbox {
     const answer = this.#deps.reply === undefined
       ? NO_REPLIES
       : await this.#deps.reply({ event, submission: entry.id });
-    if (answer === undefined || !this.#mayAnswer(event, answer)) return;
+    // Posted to the sender's page: answered, so no spam (an email teaches once sent, replySent).
+    if (answer?.startsWith(POSTED_TO_PAGE)) await this.replySent(entry.id);
+    if (answer === undefined) return;
+    if (!this.#mayAnswer(event, answer.startsWith(POSTED_TO_PAGE) ? undefined : answer)) return;
     this.#answer(api.say(event.chatId, answer, at), "reply_answer", entry.id);
   }
 

@@ -16,7 +16,7 @@ import type { BlockStore } from "../spam/block_store.ts";
 import type { Store } from "../storage/store.ts";
 import type { Ledger } from "../storage/ledger.ts";
 import { pacedChatApi } from "./chat_api.ts";
-import { Inbox } from "./inbox.ts";
+import { Inbox, type InboxDeps, NO_REPLIES } from "./inbox.ts";
 import { AnswerBudget } from "./answer_budget.ts";
 import { offsetStore } from "./offset_file.ts";
 import { LONG_POLL_S, UpdatePoller } from "./poller.ts";
@@ -27,6 +27,8 @@ import { type MailTransport, startReplySender } from "../mail/reply_sender.ts";
 import type { ReplyStore } from "../mail/reply_store.ts";
 import type { StoredRecord } from "../storage/records.ts";
 import { outcomeText, replyDesk } from "./reply_desk.ts";
+import { caseReplies } from "./case_reply.ts";
+import { CaseBook } from "../cases/case_book.ts";
 
 /** What {@linkcode startChatInbox} works with. */
 export interface ChatInboxDeps {
@@ -48,6 +50,12 @@ export interface ChatInboxDeps {
   readonly status: (chat: number) => StatusReport;
   /** `/pending`'s items for a chat: what belongs to it (its forms) only. */
   readonly pending: (chat: number) => readonly PendingItem[];
+  /** Teaches the learned spam filter (lib/inbox/inbox.ts `InboxDeps.learn`); absent: off. */
+  readonly learn?: InboxDeps["learn"];
+  /** `/held` (lib/inbox/inbox.ts `InboxDeps.held`); absent: nothing is held. */
+  readonly held?: InboxDeps["held"];
+  /** `/held`'s release buttons (lib/inbox/inbox.ts `InboxDeps.release`). */
+  readonly release?: InboxDeps["release"];
   /** `TRUSTED_PROXIES`: never blocked by a Spam press (lib/spam/block_list.ts). */
   readonly trusted: readonly Cidr[];
   /** Replies by email (`SMTP_URL`); absent: replies by email are off. */
@@ -98,7 +106,9 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
     random: deps.random,
     maxAgeMs: mail.maxAgeMs,
     log,
-    onOutcome: (reply, outcome) =>
+    onOutcome: (reply, outcome) => {
+      // Sent: the filter learns the answered submission is no spam (lib/inbox/inbox.ts).
+      if (outcome.kind === "sent") void inbox.replySent(reply.submission);
       void chatApi.say(reply.chat, outcomeText(outcome), {
         ...(reply.topic === undefined ? {} : { topicId: reply.topic }),
         replyTo: reply.message,
@@ -106,7 +116,8 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
         if (!result.ok) {
           log("warn", { event: "chat_answer_failed", what: "reply_outcome", error: result.error });
         }
-      }),
+      });
+    },
   });
   const desk = mail === undefined || sender === undefined ? undefined : replyDesk({
     store: mail.store,
@@ -131,9 +142,20 @@ export function startChatInbox(deps: ChatInboxDeps): RunningInbox {
     by: deps.by,
     status: deps.status,
     pending: deps.pending,
+    ...(deps.learn === undefined ? {} : { learn: deps.learn }),
+    ...(deps.held === undefined ? {} : { held: deps.held }),
+    ...(deps.release === undefined ? {} : { release: deps.release }),
     trusted: deps.trusted,
     answers: (chat, person, refusal) => answers.take(chat, person, refusal, clock.now()),
-    ...(desk === undefined ? {} : { reply: desk }),
+    // Replies go to the sender's case page, and by email too when there is an address.
+    reply: caseReplies({
+      cases: new CaseBook(deps.store),
+      desk,
+      contactOf: (id) => deps.ledger.get(id)?.contact,
+      noReplies: NO_REPLIES,
+      now: clock.wallNow,
+      log,
+    }),
     now: clock.wallNow,
     log,
   });

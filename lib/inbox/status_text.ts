@@ -5,6 +5,7 @@
  * @module
  */
 import type { DeliveryStatus } from "../delivery/health.ts";
+import { MIN_EXAMPLES } from "../learn/classifier.ts";
 
 /** What `/status` reports. */
 export interface StatusReport {
@@ -16,6 +17,8 @@ export interface StatusReport {
   readonly oldestMs: number | undefined;
   /** Replies by email waiting (`undefined`: replies by email are off). */
   readonly replies: number | undefined;
+  /** Files sent with forms waiting for the chat (`undefined` or 0: no line). */
+  readonly files?: number | undefined;
   /**
    * The last 24 hours, site-wide: only in the default form's chat (a form's own chat sees what
    * belongs to it only); `undefined` elsewhere.
@@ -25,12 +28,28 @@ export interface StatusReport {
     readonly heldSpam: number;
     readonly rateLimited: number;
   } | undefined;
+  /**
+   * The learned spam filter's examples (lib/spam/spam_filter.ts `SpamFilter.counts`);
+   * `undefined`: `SPAM_FILTER=off`.
+   */
+  readonly spamFilter?: { readonly spam: number; readonly ham: number; readonly ready: boolean };
+}
+
+/** The `/status` line of the learned spam filter: what it has learnt, and whether it scores. */
+export function spamFilterLine(
+  counts: { readonly spam: number; readonly ham: number; readonly ready: boolean },
+  least: { readonly spam: number; readonly ham: number },
+): string {
+  const learnt = `Spam filter: learnt from ${counts.spam} spam and ${counts.ham} other submissions`;
+  return counts.ready
+    ? `${learnt}, scoring each new one.`
+    : `${learnt}; it scores from ${least.spam} and ${least.ham} on.`;
 }
 
 /** One line of `/pending`. */
 export interface PendingItem {
-  readonly kind: "message" | "reply";
-  /** The submission's id (a reply: the submission it answers). */
+  readonly kind: "message" | "reply" | "file";
+  /** The submission's id (a reply: the submission it answers; a file: the one it came with). */
   readonly id: string;
   readonly ageMs: number;
   /** Failed attempts so far. */
@@ -69,6 +88,14 @@ export function pendingItems(
   >,
   wallNow: number,
   only?: ChatFilter,
+  files: Iterable<
+    {
+      readonly submission: string;
+      readonly ts: string;
+      readonly attempts: number;
+      readonly form: string | null;
+    }
+  > = [],
 ): PendingItem[] {
   const ageMs = (ts: string) => Math.max(0, wallNow - Date.parse(ts));
   const items: PendingItem[] = [];
@@ -84,6 +111,16 @@ export function pendingItems(
       id: reply.submission,
       ageMs: ageMs(reply.ts),
       attempts: reply.attempts,
+    });
+  }
+  // Files sent with forms, waiting for the chat (lib/delivery/documents.ts).
+  for (const file of files) {
+    if (only !== undefined && only.chatOf(file.form ?? undefined) !== only.chat) continue;
+    items.push({
+      kind: "file",
+      id: file.submission,
+      ageMs: ageMs(file.ts),
+      attempts: file.attempts,
     });
   }
   return items;
@@ -133,6 +170,7 @@ export function statusText(report: StatusReport): string {
     : `Waiting: ${report.pending}, the oldest ${formatAge(report.oldestMs ?? 0)} old.`;
   const lines = [state, pending];
   if (report.replies !== undefined) lines.push(`Replies by email waiting: ${report.replies}.`);
+  if ((report.files ?? 0) > 0) lines.push(`Files waiting to be sent: ${report.files}.`);
   const day = report.last24h;
   if (day !== undefined) {
     lines.push(
@@ -140,7 +178,37 @@ export function statusText(report: StatusReport): string {
         `${day.rateLimited} refused by the rate limit.`,
     );
   }
+  if (report.spamFilter !== undefined) lines.push(spamFilterLine(report.spamFilter, MIN_EXAMPLES));
   return lines.join("\n");
+}
+
+/** How `/pending` names each kind of item before its `#id`. */
+const PENDING_PREFIX: Readonly<Record<PendingItem["kind"], string>> = {
+  message: "",
+  reply: "reply to ",
+  file: "file of ",
+};
+
+/** At most this many held submissions are listed by `/held`, each with its release button. */
+export const HELD_LISTED = 10;
+
+/**
+ * The answer to `/held`: the submissions the learned spam filter held (`SPAM_FILTER=hold`),
+ * newest first, `#<id> · <age> · <score> %` (ids, ages and scores only), at most
+ * {@linkcode HELD_LISTED}; the rest counted.
+ */
+export function heldText(
+  items: readonly { readonly id: string; readonly ts: string; readonly score: number }[],
+  count: number,
+  wallNow: number,
+): string {
+  if (count === 0) return "Nothing is held as spam.";
+  const lines = items.slice(0, HELD_LISTED).map((item) =>
+    `#${item.id} · ${formatAge(Math.max(0, wallNow - Date.parse(item.ts)))} · ` +
+    `${Math.floor(item.score * 100)} %`
+  );
+  if (count > lines.length) lines.push(`… and ${count - lines.length} more`);
+  return `Held as spam (${count}); a button below sends one to this chat:\n${lines.join("\n")}`;
 }
 
 /** The answer to `/pending`: ids and ages, oldest first, at most {@linkcode PENDING_LISTED}. */
@@ -148,7 +216,7 @@ export function pendingText(items: readonly PendingItem[]): string {
   if (items.length === 0) return "Nothing waits.";
   const sorted = [...items].sort((a, b) => b.ageMs - a.ageMs);
   const lines = sorted.slice(0, PENDING_LISTED).map((item) =>
-    `${item.kind === "reply" ? "reply to " : ""}#${item.id} · ${formatAge(item.ageMs)}` +
+    `${PENDING_PREFIX[item.kind]}#${item.id} · ${formatAge(item.ageMs)}` +
     (item.attempts > 0 ? ` · ${item.attempts} failed attempt${item.attempts === 1 ? "" : "s"}` : "")
   );
   if (sorted.length > PENDING_LISTED) lines.push(`… and ${sorted.length - PENDING_LISTED} more`);

@@ -21,11 +21,11 @@ export interface TokenSource {
   /** The message; may be empty. */
   readonly message: string;
   /** The sender's name; may be empty. */
-  readonly name?: string;
+  readonly name?: string | undefined;
   /** How to reach the sender: only an email address's domain is kept, else its shape. */
-  readonly contact?: string;
+  readonly contact?: string | undefined;
   /** The form's other fields (and, in the benchmark, a mail's subject). */
-  readonly fields?: Readonly<Record<string, string>>;
+  readonly fields?: Readonly<Record<string, string>> | undefined;
 }
 
 /** The bounds that keep tokenising hostile input cheap. */
@@ -194,6 +194,11 @@ function _contact(bag: _Bag, contact: string): void {
   bag.add("contact:other");
 }
 
+/** The prefix of a form field's tokens: its name folded, letters, digits and `_` only, ≤ 24. */
+export function fieldKey(name: string): string {
+  return fold(name).replace(/[^\p{L}\p{N}_]/gu, "").slice(0, 24);
+}
+
 /**
  * The tokens of a submission, in order, repeats included, at most
  * {@linkcode TOKEN_LIMITS}`.tokens`: message words unprefixed; `name:`, `contact:` and
@@ -205,9 +210,6 @@ export function tokens(source: TokenSource): string[] {
   if (source.name !== undefined && source.name.trim() !== "") _field(bag, source.name, "name:");
   if (source.contact !== undefined) _contact(bag, source.contact);
   const fields = Object.entries(source.fields ?? {}).slice(0, TOKEN_LIMITS.fields);
-  for (const [name, value] of fields) {
-    const key = fold(name).replace(/[^\p{L}\p{N}_]/gu, "").slice(0, 24);
-    _field(bag, value, `${key}:`);
-  }
+  for (const [name, value] of fields) _field(bag, value, `${fieldKey(name)}:`);
   return bag.tokens;
 }

@@ -28,6 +28,10 @@ const TALLIED_RESULTS: ReadonlySet<unknown> = new Set([
   "challenge_failed",
   // A flood from a sender blocked as spam (lib/spam/): counted like the refusals.
   "held_spam",
+  // Guessed case pages, writing to a closed one or one waiting for a reply (lib/http/case_route.ts).
+  "case_not_found",
+  "case_closed",
+  "case_waiting",
 ]);
 
 /**

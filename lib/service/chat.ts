@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { FileState } from "../storage/attachments.ts";
 import type { Config } from "../config/config.ts";
 import type { DeliveryClock, DeliveryQueue } from "../delivery/queue.ts";
 import { type InboxMail, type RunningInbox, startChatInbox } from "../inbox/start.ts";
@@ -16,6 +17,8 @@ import { ehloName } from "../mail/smtp_server.ts";
 import { findReplySource } from "../mail/reply_sources.ts";
 import type { Store } from "../storage/store.ts";
 import type { ServiceState } from "./state.ts";
+import type { SpamFilter } from "../spam/spam_filter.ts";
+import { heldInChat } from "./spam.ts";
 
 /** What the chat inbox needs of the world. */
 export interface ChatIO {
@@ -44,6 +47,8 @@ export function startChat(
   queue: DeliveryQueue,
   recent: RecentCounts,
   bot: BotIdentity,
+  spam?: SpamFilter,
+  documents?: { waiting(): readonly FileState[] },
 ): RunningInbox | undefined {
   const { messenger, chatActions } = config;
   if (messenger === undefined || !chatActions.enabled) return undefined;
@@ -56,7 +61,7 @@ export function startChat(
     pendingItems(outbox.entries(), replies?.pending() ?? [], io.clock.wallNow(), {
       chat,
       chatOf,
-    });
+    }, documents?.waiting() ?? []);
   const inbox = startChatInbox({
     api: {
       apiUrl: config.apiUrl,
@@ -80,6 +85,7 @@ export function startChat(
       return {
         delivery: queue.status(),
         pending: items.filter((item) => item.kind === "message").length,
+        files: items.filter((item) => item.kind === "file").length,
         oldestMs: oldestMessageMs(items),
         replies: replies === undefined
           ? undefined
@@ -90,9 +96,14 @@ export function startChat(
           heldSpam: recent.count("held_spam", now),
           rateLimited: recent.count("rate_limited", now),
         },
+        ...(spam === undefined ? {} : { spamFilter: spam.counts() }),
       };
     },
     pending: waiting,
+    ...(spam === undefined ? {} : {
+      learn: (id: string, label: "spam" | "ham" | null) => spam.teach(id, label),
+      ...heldInChat(spam, chatOf, outbox, queue, io.log),
+    }),
     store: state.store,
     clock: io.clock,
     random: io.random,

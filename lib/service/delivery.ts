@@ -9,7 +9,13 @@ import { sendMessage } from "../bot/api.ts";
 import { type InlineKeyboard, keyboardFor } from "../bot/keyboard.ts";
 import type { Config } from "../config/config.ts";
 import { Pacer } from "../delivery/pacer.ts";
-import { type DeliveryClock, DeliveryQueue, stopWaitMs } from "../delivery/queue.ts";
+import {
+  type DeliveryClock,
+  DeliveryQueue,
+  type Destination,
+  stopWaitMs,
+} from "../delivery/queue.ts";
+import type { OutboxSubmission } from "../storage/outbox.ts";
 import { deleteFromChat } from "../inbox/deletions.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ForgottenIds } from "../storage/erasure.ts";
@@ -34,6 +40,34 @@ export interface Delivery {
   readonly deleteLater: (deletions: readonly ChatDeletion[]) => void;
 }
 
+/**
+ * Where follow-up `submission` goes (lib/cases/): the chat of its case's notification (the chat
+ * ledger's), in its form's topic, as a reply to the notification's first part, its header naming
+ * the case. A case whose notification is not in the ledger (not delivered yet, erased): its form's
+ * chat, marked all the same. `undefined` when it is no follow-up.
+ */
+export function followUpDestination(
+  config: Pick<Config, "messenger" | "forms">,
+  ledger: { get(id: string): { chat: number; buttons: readonly number[] } | undefined },
+  submission: OutboxSubmission,
+): Destination | undefined {
+  // Kept in its outbox row (lib/storage/outbox.ts), so known after a restart too.
+  const caseId = submission.followUp;
+  if (caseId === undefined || config.messenger === undefined) return undefined;
+  const form = config.forms.find((candidate) => candidate.id === submission.form);
+  const own = form?.chatId === undefined
+    ? { chatId: config.messenger.chatId, topicId: config.messenger.topicId }
+    : { chatId: form.chatId, topicId: form.topicId };
+  const entry = ledger.get(caseId);
+  return {
+    form: submission.form ?? "default",
+    ...own,
+    title: form?.title,
+    followUpOf: caseId,
+    ...(entry === undefined || entry.chat !== own.chatId ? {} : { replyTo: entry.buttons[0] }),
+  };
+}
+
 /** Builds the queue for `config`'s bot (`undefined` when no bot is configured). */
 export function buildDelivery(
   config: Config,
@@ -49,17 +83,27 @@ export function buildDelivery(
   let deleteLater: Delivery["deleteLater"] = () => {};
   const queue = new DeliveryQueue({
     chatId: messenger.chatId,
-    send: (text, to, markup) =>
+    send: (text, to, markup, silent) =>
       sendMessage(
         bot,
         to?.chatId ?? messenger.chatId,
         text,
         to === undefined ? messenger.topicId : to.topicId,
-        markup === undefined ? undefined : { replyMarkup: markup as InlineKeyboard },
+        markup === undefined && silent !== true && to?.replyTo === undefined ? undefined : {
+          ...(markup === undefined ? {} : { replyMarkup: markup as InlineKeyboard }),
+          ...(silent === true ? { silent } : {}),
+          ...(to?.replyTo === undefined ? {} : { replyTo: to.replyTo }),
+        },
       ),
+    // A follow-up written on a case page answers its case's notification.
+    followUp: (submission: OutboxSubmission) =>
+      followUpDestination(config, state.ledger, submission),
     // A redelivered notification shows the state the owner set on an earlier copy.
     ...(config.chatActions.enabled
-      ? { markup: (id: string) => keyboardFor(ledger.get(id)?.state ?? "open", id) }
+      ? {
+        markup: (id: string, marked: boolean) =>
+          keyboardFor(ledger.get(id)?.state ?? "open", id, marked),
+      }
       : {}),
     onSent: async ({ submission, chat, messageId, first }) => {
       if (messageId === undefined) return;

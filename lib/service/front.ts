@@ -13,8 +13,12 @@ import { CHALLENGE_BUDGET, postBudget } from "../http/budgets.ts";
 import { createHandler, type Handler } from "../http/handler.ts";
 import type { Logger } from "../log/logger.ts";
 import { RateLimiter } from "../net/rate_limit.ts";
+import { CaseBook } from "../cases/case_book.ts";
 import type { ForgottenIds } from "../storage/erasure.ts";
 import type { ServiceState } from "./state.ts";
+import type { SpamFilter } from "../spam/spam_filter.ts";
+import { acceptSpam } from "./spam.ts";
+import type { ServiceFiles } from "./files.ts";
 
 /** What the HTTP side needs of the world. */
 export interface FrontIO {
@@ -59,6 +63,9 @@ export function buildHandler(
   queue: DeliveryQueue | undefined,
   forgotten: ForgottenIds,
   examplePage: Uint8Array | undefined,
+  spam?: SpamFilter,
+  files?: ServiceFiles,
+  cases: CaseBook = new CaseBook(state.store),
 ): Handler {
   const challenge = buildChallenge(config, io);
   const { outbox, backup, blocks } = state;
@@ -75,13 +82,18 @@ export function buildHandler(
     log: io.log,
     count: io.count,
     blocks,
+    ...(spam === undefined ? {} : { spam: acceptSpam(config, spam) }),
     allowedOrigins: config.allowedOrigins,
     forms: config.forms,
+    // Files sent with forms (issue 32): each form's ATTACHMENTS, kept with the submission.
+    ...(files === undefined ? {} : { attachments: files.attachments, keepingFiles: files.keeping }),
     examplePage,
     challenge,
     challengeLimiter: challenge?.issue === undefined
       ? undefined
       : new RateLimiter(CHALLENGE_BUDGET),
+    // Case pages (issue 33): each accepted submission opens one, at /api/case/<token>.
+    cases,
     deliveryStatus: () => ({
       ...(queue?.status() ?? { state: "paused", reason: "not_configured" }),
       pending: outbox.pendingCount,

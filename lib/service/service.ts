@@ -31,7 +31,12 @@ import { openState, type ServiceState } from "./state.ts";
 import { startUpkeep } from "./upkeep.ts";
 import { buildDelivery, type Delivery } from "./delivery.ts";
 import { buildHandler } from "./front.ts";
+import { openServiceFiles, startDocuments } from "./files.ts";
+import type { DocumentSender } from "../delivery/documents.ts";
 import { startChat } from "./chat.ts";
+import { CaseBook } from "../cases/case_book.ts";
+import { openSpamFilter, scoringFilter } from "./spam.ts";
+import type { SpamFilter } from "../spam/spam_filter.ts";
 
 /**
  * What stopped the service: a signal, the launcher's end of standard input, or disposing the
@@ -127,6 +132,9 @@ export async function startService(
     log("error", { event: "database_lost", error: describeError(error) });
     stopper.stop("database_lost");
   });
+  // The learned spam filter's model, in memory (SPAM_FILTER=off too: retention and forget reach it).
+  const spam = await openSpamFilter(config, { log, wallNow: io.clock.wallNow }, stack, state.store);
+  if (spam === false) return undefined;
   const examplePage = await _examplePage(config, io);
   if (examplePage === false) return undefined;
   const tally = tallyRefusals(log);
@@ -135,7 +143,16 @@ export async function startService(
     cancelSummaries();
     tally.flush();
   });
-  const running = await _assemble(config, io, stack, state, tally.log, examplePage, botCheck);
+  const running = await _assemble(
+    config,
+    io,
+    stack,
+    state,
+    tally.log,
+    examplePage,
+    botCheck,
+    spam,
+  );
   stopper.started(running);
   const server = _listen(config, io, running.handler, running.bot);
   if (server === undefined) return undefined;
@@ -221,12 +238,18 @@ async function _assemble(
   log: Logger,
   examplePage: Uint8Array | undefined,
   botCheck: ReturnType<typeof getMe> | undefined,
+  spam: SpamFilter,
 ): Promise<Assembled> {
   const { clock } = io;
   // What contactd forget erased is remembered while senders may still wait.
   const forgotten = new ForgottenIds(2 * config.deliveryWaitMs + 60_000, clock.now);
   // The last 24 hours, for the chat's /status.
   const recent = new RecentCounts();
+  // Files sent with forms (ATTACHMENTS): the spool beside the backup file.
+  const files = await openServiceFiles(config, state.store, log);
+  let documents: DocumentSender | undefined;
+  // Case pages: the handler opens them with each submission's outbox row.
+  const cases = new CaseBook(state.store);
   const delivery = buildDelivery(
     config,
     {
@@ -246,6 +269,8 @@ async function _assemble(
     state,
     forgotten,
     (deletions) => delivery?.deleteLater(deletions),
+    spam,
+    files,
   );
   if (delivery !== undefined) {
     delivery.queue.start();
@@ -253,6 +278,18 @@ async function _assemble(
     stack.defer(() => delivery.queue.close());
     // Erased while the service was stopped (contactd forget): deleted from the chat now.
     delivery.deleteLater(state.ledger.pendingDeletions());
+    // Files sent with forms follow their notifications (issue 32), /pending lists them.
+    if (files !== undefined) {
+      documents = startDocuments(
+        config,
+        { fetch: io.fetch, clock, random: io.random, log },
+        stack,
+        state,
+        delivery.queue,
+        files,
+        forgotten,
+      );
+    }
   }
   const handler = buildHandler(
     config,
@@ -261,6 +298,9 @@ async function _assemble(
     delivery?.queue,
     forgotten,
     examplePage,
+    scoringFilter(config, spam),
+    files,
+    cases,
   );
   const identity = botCheck === undefined ? undefined : await botCheck;
   const report = identity === undefined ? undefined : botCheckReport(identity);
@@ -278,6 +318,8 @@ async function _assemble(
       username: identity?.ok === true ? identity.username : undefined,
       id: identity?.ok === true ? identity.id : undefined,
     },
+    scoringFilter(config, spam),
+    documents,
   );
   return {
     delivery,

@@ -24,7 +24,13 @@ import { openOutbox, type Outbox, type OutboxSubmission } from "../storage/outbo
 import { replySourceOf } from "../mail/reply_sources.ts";
 import { recoverWithStore } from "../storage/recovery.ts";
 import { importFiles } from "../upgrade/import_files.ts";
-import { call, databasePath, openWorkerStore, type WorkerStore } from "../storage/store.ts";
+import {
+  call,
+  databasePath,
+  openWorkerStore,
+  StoreError,
+  type WorkerStore,
+} from "../storage/store.ts";
 
 /** What opening the state needs of the world. */
 export interface StateIO {
@@ -76,9 +82,10 @@ export async function openState(
     try {
       return await open();
     } catch (error) {
-      const fields = event === "lock_failed" && error instanceof FilesLocked
-        ? { event: "files_locked" }
-        : { event };
+      // The lock file, or the database a running service holds (the lock file removed under it).
+      const locked = (event === "lock_failed" && error instanceof FilesLocked) ||
+        (error instanceof StoreError && error.reason === "held");
+      const fields = locked ? { event: "files_locked" } : { event };
       log("error", { ...fields, file: path, ...fileOpenFailure(error, path) });
       return undefined;
     }
@@ -98,6 +105,7 @@ export async function openState(
   const store = await opened("database_open_failed", dbFile, () =>
     openWorkerStore(dbFile, {
       create: true,
+      hold: true,
       ...(io.commitDelayMs === undefined ? {} : { commitDelayMs: io.commitDelayMs }),
     }));
   if (store === undefined) return undefined;
@@ -120,6 +128,8 @@ export async function openState(
     () => openOutbox(store, alsoOnAdd === undefined ? {} : { alsoOnAdd }),
   );
   if (outbox === undefined) return undefined;
+  // Before the database closes: the answers' notes still waiting for a commit are committed.
+  stack.defer(() => outbox.close());
   try {
     const recovered = await recoverWithStore({ store, outbox, backup, messagesFile: file, log });
     log("info", { event: "outbox_loaded", pending: outbox.pendingCount, recovered });

@@ -8,6 +8,8 @@
  */
 import type { Config } from "../config/config.ts";
 import { keptReplies } from "../mail/reply_upkeep.ts";
+import { keptCases } from "../cases/case_book.ts";
+import type { ServiceFiles } from "./files.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import type { ChatDeletion } from "../storage/ledger.ts";
 import { type ForgottenIds, type KeptFile } from "../storage/erasure.ts";
@@ -16,6 +18,7 @@ import { applyRetention, RETENTION_INTERVAL_MS } from "../storage/retention.ts";
 import { searchBackupFromStart } from "../storage/recovery.ts";
 import { denoRewriteFs } from "../storage/rewrite.ts";
 import type { ServiceState } from "./state.ts";
+import { keptSpam, type SpamFilter } from "../spam/spam_filter.ts";
 
 /** How often the block list takes in what `contactd unblock` changed. */
 export const BLOCK_REFRESH_MS = 1000;
@@ -71,10 +74,16 @@ export async function startUpkeep(
   state: ServiceState,
   forgotten: ForgottenIds,
   deleteLater: (deletions: readonly ChatDeletion[]) => void,
+  spam?: SpamFilter,
+  files?: ServiceFiles,
 ): Promise<void> {
   const { log } = io;
   const { blocks, replies, outbox, ledger, backup } = state;
   _periodic(stack, io, BLOCK_REFRESH_MS, "block_list_refresh_failed", () => blocks.refresh());
+  if (spam !== undefined) {
+    // contactd train's change is scored with within a second.
+    _periodic(stack, io, BLOCK_REFRESH_MS, "spam_filter_refresh_failed", () => spam.refresh());
+  }
   _periodic(stack, io, CHECKPOINT_MS, "database_checkpoint_failed", () => state.store.checkpoint());
   // The other kept state that holds something of a submission: retention and forget reach it.
   const kept: KeptFile[] = [{
@@ -84,7 +93,12 @@ export async function startUpkeep(
       dryRun ? blocks.forgotten(match, ids).length : await blocks.forget(match, ids),
   }];
   // Replies and their sources, whether replies by email are on or not.
+  if (spam !== undefined) kept.push(keptSpam(spam));
   kept.push(...keptReplies(state.store, replies, () => new Date(io.wallNow())));
+  // Case pages, their replies and follow-ups (issue 33).
+  kept.push(keptCases(state.store));
+  // Files sent with forms (issue 32), whether ATTACHMENTS is on now or not.
+  if (files !== undefined) kept.push(files.kept);
   const { retentionMs } = config;
   if (retentionMs !== undefined) {
     const retain = async () => {

@@ -17,10 +17,12 @@ export const HELD_SPAM = "spam";
  */
 export const HELD_SPAM_ERROR = "held as spam";
 
-/** The record line of a submission `block` held (one line, with its line break). */
-export function heldRecord(record: BackupRecord, block: BlockKey): string {
-  const line = formatRecord(record); // `{...}\n`: the two keys go before the closing brace
-  return `${line.slice(0, -2)},"held":${JSON.stringify(HELD_SPAM)},"block":${
-    JSON.stringify(keyText(block))
-  }}\n`;
+/**
+ * The record line of a submission `block` held (one line, with its line break); without a
+ * block, one the learned spam filter held (`SPAM_FILTER=hold`: its `spam_score` says why).
+ */
+export function heldRecord(record: BackupRecord, block?: BlockKey): string {
+  const line = formatRecord(record); // `{...}\n`: the keys go before the closing brace
+  const by = block === undefined ? "" : `,"block":${JSON.stringify(keyText(block))}`;
+  return `${line.slice(0, -2)},"held":${JSON.stringify(HELD_SPAM)}${by}}\n`;
 }

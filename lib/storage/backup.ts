@@ -5,6 +5,7 @@
  */
 import { type Appender, createGroupAppender } from "./group_commit.ts";
 import { pathSource, trackFile } from "./tracked_file.ts";
+import type { ReceivedFile } from "../files/multipart_stream.ts";
 
 /** One line of the backup file; keys in this order. */
 export interface BackupRecord {
@@ -25,12 +26,27 @@ export interface BackupRecord {
   readonly form?: string | undefined;
   /** The form's other fields, in the order sent (lib/form/fields.ts); absent when none. */
   readonly fields?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The learned spam filter's score, 0 (not spam) to 1 (spam), lib/spam/spam_filter.ts; absent
+   * when it did not score (`SPAM_FILTER=off`, or too few examples learnt yet).
+   */
+  readonly spam_score?: number | undefined;
+  /**
+   * The files sent with it (lib/files/multipart_stream.ts), in order: written as `name` (the
+   * sender's, cleaned: a label), `size`, `type` (from the content) and `sha256`; absent when none.
+   */
+  readonly files?: readonly ReceivedFile[] | undefined;
+  /**
+   * The case (its first submission's id) this submission follows up, written on the sender's
+   * case page (lib/cases/); absent for any other. Erasing the case erases it too.
+   */
+  readonly follow_up?: string | undefined;
 }
 
 /** Serialises a record as one line (JSON escapes every newline inside values). */
 export function formatRecord(record: BackupRecord): string {
   const { ts, id, name, contact, message, ip, messenger_ok, messenger_error } = record;
-  const { form, fields } = record;
+  const { form, fields, spam_score, files, follow_up } = record;
   return JSON.stringify({
     ts,
     id,
@@ -41,7 +57,12 @@ export function formatRecord(record: BackupRecord): string {
     messenger_ok,
     messenger_error,
     ...(form === undefined ? {} : { form }),
+    ...(follow_up === undefined ? {} : { follow_up }),
     ...(fields === undefined ? {} : { fields }),
+    ...(spam_score === undefined ? {} : { spam_score }),
+    ...(files === undefined || files.length === 0 ? {} : {
+      files: files.map(({ name, size, type, sha256 }) => ({ name, size, type, sha256 })),
+    }),
   }) + "\n";
 }
 

@@ -62,15 +62,17 @@ function _contactKey(text: string): string {
 }
 
 /**
- * Whether a record (or an outbox submission: `id`, `contact`, `ip`, `fields`) is one `match`
- * names: the same id; the same contact (case and Unicode form aside) in `contact` or as the
- * whole value of one of its other fields; the same address in any of its
- * written forms (`2001:DB8::1`, `2001:db8:0:0:0:0:0:1`, `::ffff:192.0.2.1` for `192.0.2.1`).
+ * Whether a record (or an outbox submission: `id`, `contact`, `ip`, `fields`, `follow_up`) is one
+ * `match` names: the same id, or a follow-up of that id's case (lib/cases/); the same contact
+ * (case and Unicode form aside) in `contact` or as the whole value of one of its other fields; the
+ * same address in any of its written forms (`2001:DB8::1`, `2001:db8:0:0:0:0:0:1`,
+ * `::ffff:192.0.2.1` for `192.0.2.1`). (A follow-up of a case whose first submission a contact or
+ * an address names is erased with it by {@linkcode erase}, which finds the first one first.)
  */
 export function matches(match: ForgetMatch, value: Readonly<Record<string, unknown>>): boolean {
   switch (match.by) {
     case "id":
-      return value.id === match.value;
+      return value.id === match.value || value.follow_up === match.value;
     case "contact": {
       // The contact field, or any field the form kept beside it (an `email` or `phone` of its
       // own, when `contact` came from another field): each as a whole value.
@@ -175,7 +177,7 @@ export interface ErasureDeps {
   readonly path: string;
   readonly outbox:
     & Pick<Outbox, "entries" | "read" | "done" | "recorded" | "compact">
-    & Partial<Pick<Outbox, "pendingCount" | "forget">>;
+    & Partial<Pick<Outbox, "pendingCount" | "forget" | "flush">>;
   /**
    * The service is stopped (`forget` holds the lock): an entry whose sender was never answered
    * (a crash) is noted as recorded too, so the next start writes no record for it. While the
@@ -221,6 +223,10 @@ export async function erase(
   match: ForgetMatch,
   dryRun: boolean,
 ): Promise<ErasureOutcome> {
+  // Answers noted in memory only (lib/storage/outbox.ts `recordedSoon`) are committed first: a
+  // row memory counts finished is deleted then, text and all, so none is left out of sight for
+  // a later start's recovery to write back.
+  if (!dryRun) await deps.outbox.flush?.();
   let pending = 0;
   let waitingInWindow = 0;
   /** Every submission id found, for the ledger and the other files. */
@@ -243,8 +249,8 @@ export async function erase(
       if (error instanceof OutboxEntryDamaged) continue; // its text is lost already
       throw error;
     }
-    const { id, contact, ip, fields } = submission;
-    if (!matches(match, { id, contact, ip, fields })) continue;
+    if (!matches(match, _matched(submission))) continue;
+    const { id } = submission;
     ids.add(id);
     if (waiting) pending++;
     if (dryRun) continue;
@@ -259,8 +265,8 @@ export async function erase(
   let searchedDisk = false;
   if (deps.pendingOnDisk !== undefined && (pendingBefore ?? 1) > waitingInWindow) {
     for await (const submission of deps.pendingOnDisk()) {
-      const { id, contact, ip, fields } = submission;
-      if (inWindow.has(id) || !matches(match, { id, contact, ip, fields })) continue;
+      const { id } = submission;
+      if (inWindow.has(id) || !matches(match, _matched(submission))) continue;
       ids.add(id);
       pending++;
       if (dryRun) continue;
@@ -272,11 +278,16 @@ export async function erase(
   // Their rows go at once, text and all (beyond the window as in it): nothing of them is left for
   // a later start's recovery to write back.
   if (!dryRun && deps.outbox.forget !== undefined) await deps.outbox.forget(ids);
+  /** What the outbox gave up already. */
+  const givenUp = new Set(ids);
   // With the file to itself: lines appended meanwhile go to the new file, after the rename. A
   // temporary file a crashed rewrite left (it may hold what is erased now) goes first.
+  // A follow-up's record comes after its case's first one: found by then, it goes with it.
   const keep = (line: string) => {
     const value = parseJsonText(line);
-    if (!isRecord(value) || !matches(match, value)) return true;
+    if (!isRecord(value)) return true;
+    const followed = typeof value.follow_up === "string" && ids.has(value.follow_up);
+    if (!followed && !matches(match, value)) return true;
     if (typeof value.id === "string") ids.add(value.id);
     return false;
   };
@@ -284,6 +295,9 @@ export async function erase(
     if (!dryRun) await removeIfPresent(deps.fs, rewritePath(deps.path));
     return await rewriteBackup(deps.fs, deps.path, keep, deps.log, dryRun);
   });
+  // Follow-ups still waiting of a case found only in the backup file (a contact or an address
+  // named its first submission): given up and gone too.
+  pending += await _eraseFollowUps(deps, ids, givenUp, dryRun);
   const chat = deps.ledger === undefined ? {} : await _eraseLedger(deps, match, ids, dryRun);
   const extra: Record<string, number> = {};
   for (const file of deps.extra ?? []) {
@@ -301,6 +315,61 @@ export async function erase(
     ...chat,
     ...(deps.extra === undefined || deps.extra.length === 0 ? {} : { extra }),
   };
+}
+
+/** The fields of an outbox submission that {@linkcode matches} reads. */
+function _matched(submission: OutboxSubmission): Record<string, unknown> {
+  const { id, contact, ip, fields, followUp } = submission;
+  return { id, contact, ip, fields, ...(followUp === undefined ? {} : { follow_up: followUp }) };
+}
+
+/**
+ * The follow-ups of the cases `ids` names still in the outbox (waiting, in its window and beyond
+ * it, or being answered) and not erased yet (`givenUp`): given up or noted recorded, their rows
+ * deleted, their ids joining `ids`. Returns how many were waiting.
+ */
+async function _eraseFollowUps(
+  deps: ErasureDeps,
+  ids: Set<string>,
+  givenUp: ReadonlySet<string>,
+  dryRun: boolean,
+): Promise<number> {
+  /** Found: whether each still waits for delivery. */
+  const found = new Map<string, boolean>();
+  const ofErased = (submission: OutboxSubmission) =>
+    submission.followUp !== undefined && ids.has(submission.followUp) &&
+    !givenUp.has(submission.id);
+  const inWindow = new Set<string>();
+  for (const entry of [...deps.outbox.entries()]) {
+    inWindow.add(entry.id);
+    const waiting = entry.done === false;
+    // As in erase's own pass: a row whose sender is being answered (running), or was never
+    // answered (a crash, stopped), goes too, so no record of it comes afterwards.
+    const unrecorded = entry.status === undefined &&
+      (deps.stopped === true || deps.forgotten !== undefined);
+    if ((!waiting && !unrecorded) || givenUp.has(entry.id)) continue;
+    try {
+      if (ofErased(await deps.outbox.read(entry.id))) found.set(entry.id, waiting);
+    } catch (error) {
+      if (!(error instanceof OutboxEntryDamaged)) throw error;
+    }
+  }
+  if (deps.pendingOnDisk !== undefined) {
+    for await (const submission of deps.pendingOnDisk()) {
+      if (!inWindow.has(submission.id) && ofErased(submission)) found.set(submission.id, true);
+    }
+  }
+  for (const id of found.keys()) ids.add(id);
+  const waiting = [...found.values()].filter(Boolean).length;
+  if (dryRun || found.size === 0) return waiting;
+  const now = formatTimestamp(new Date(deps.now()));
+  for (const [id, stillWaiting] of found) {
+    deps.forgotten?.add(id);
+    if (stillWaiting) await deps.outbox.done(id, now, "given_up");
+    else await deps.outbox.recorded(id, null);
+  }
+  await deps.outbox.forget?.([...found.keys()]);
+  return waiting;
 }
 
 /**

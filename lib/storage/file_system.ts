@@ -42,6 +42,17 @@ export interface StorageFs {
   remove(path: string): Promise<void>;
 }
 
+/** Whether something is at `path` (a link included: it is not followed). */
+export async function pathPresent(fs: Pick<StorageFs, "lstat">, path: string): Promise<boolean> {
+  try {
+    await fs.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
 /** The real file system. */
 export const denoFs: StorageFs = {
   open: (path, options) => Deno.open(path, options),

@@ -20,6 +20,7 @@
 import { isRecord, parseJsonText } from "../common/json.ts";
 import { damagedPath } from "../common/state_files.ts";
 import { denoFs, type StorageFile, type StorageFs } from "./file_system.ts";
+import type { ReceivedFile } from "../files/multipart_stream.ts";
 
 /** A validated submission as the outbox keeps it. */
 export interface OutboxSubmission {
@@ -37,6 +38,22 @@ export interface OutboxSubmission {
   readonly fields?: Readonly<Record<string, string>> | undefined;
   /** The form of `FORMS` it came from (its destination); absent for the default form. */
   readonly form?: string | undefined;
+  /**
+   * The learned spam filter's score when it was accepted (lib/spam/spam_filter.ts): its
+   * notification is marked and silent at or above the threshold. Kept in the outbox's row, so a
+   * notification sent after a restart is marked alike.
+   */
+  readonly spamScore?: number | undefined;
+  /**
+   * The case (its first submission's id) this one follows up, written on its page (lib/cases/):
+   * recorded as `follow_up`, so erasing the case erases it too (lib/storage/erasure.ts).
+   */
+  readonly followUp?: string | undefined;
+  /**
+   * The files sent with it (lib/files/multipart_stream.ts). Not kept in the outbox's row: the
+   * `files` table keeps them (lib/storage/attachments.ts), and sends them after the text.
+   */
+  readonly files?: readonly ReceivedFile[] | undefined;
 }
 
 /** What is known of one submission in the outbox. */

@@ -25,6 +25,12 @@ import workerBundle from "./sqlite/worker_bundle.json" with { type: "json" };
 export type { OpArgs, OpName, OpResult } from "./sqlite/operations.ts";
 
 export { databasePath } from "../common/state_files.ts";
+/**
+ * Whether a running service holds the database file (its `hold`): a command asks before it opens
+ * the database itself, never after (closing the descriptor it asks with would drop the locks its
+ * own connection holds).
+ */
+export { databaseHeld } from "./sqlite/database.ts";
 
 /** One operation and its argument, for {@linkcode Store.transaction}. */
 export type StoreCall = OpCall;
@@ -89,6 +95,11 @@ export const SQLITE_FULL = 13;
 export interface WorkerStoreOptions {
   /** Create the database when it is missing. */
   readonly create: boolean;
+  /**
+   * Hold the file for this process until closed (the service): a second holder is refused with
+   * reason `held` (lib/storage/sqlite/database.ts `hold`).
+   */
+  readonly hold?: boolean;
   /** A test hook for the bench: every commit takes this many milliseconds longer. */
   readonly commitDelayMs?: number;
 }
@@ -113,6 +124,7 @@ export function openWorkerStore(path: string, options: WorkerStoreOptions): Prom
       kind: "open",
       path,
       create: options.create,
+      hold: options.hold ?? false,
       commitDelayMs: options.commitDelayMs ?? 0,
     });
   });

@@ -40,6 +40,7 @@ Deno.test("FORMS names extra forms; FORM_<ID>_* is the id upper-cased with - as 
       topicId: 7,
       allowedOrigins: ["https://example.org"],
       title: "support",
+      attachmentBytes: 0,
     },
     {
       id: "sales-eu",
@@ -47,6 +48,7 @@ Deno.test("FORMS names extra forms; FORM_<ID>_* is the id upper-cased with - as 
       topicId: 3,
       allowedOrigins: ["https://shop.example"],
       title: "Sales (EU)",
+      attachmentBytes: 0,
     },
   ]);
 });
@@ -85,10 +87,12 @@ Deno.test("the forms' own settings are read from the environment and the env fil
     "FORM_A_TOPIC_ID",
     "FORM_A_ALLOWED_ORIGINS",
     "FORM_A_TITLE",
+    "FORM_A_ATTACHMENTS",
     "FORM_B_C_CHAT_ID",
     "FORM_B_C_TOPIC_ID",
     "FORM_B_C_ALLOWED_ORIGINS",
     "FORM_B_C_TITLE",
+    "FORM_B_C_ATTACHMENTS",
   ]);
   const asked: string[] = [];
   const env: Record<string, string> = { FORM_B_CHAT_ID: "2", FORM_A_TITLE: "A", FORM_Z_TITLE: "z" };

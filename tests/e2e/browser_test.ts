@@ -17,6 +17,16 @@ const STATUS = "#contactd-status";
 /** The status once an answer is shown; while sending it has no class. */
 const DONE = `${STATUS}.ok, ${STATUS}.saved, ${STATUS}.error`;
 const SKIP = skipWithout("chromium");
+/** Where a form post without JavaScript lands: the sender's case page (issue 33). */
+const CASE_PAGE_SENT = /\/api\/case\/[A-Za-z0-9_-]{32}\?sent=1$/;
+/**
+ * The site's thank-you page a form post lands on, with the case page's path in the fragment
+ * (issue 33; a honeypot hit gets one too, of no case).
+ */
+function thanksWithCase(siteUrl: string): RegExp {
+  const escaped = siteUrl.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`^${escaped}/thanks\\.html#case=/api/case/[A-Za-z0-9_-]{32}$`);
+}
 
 /** Clicks Send and waits until the status shows an outcome (class "ok" or "error"). */
 async function send(page: Page): Promise<{ text: string; kind: string }> {
@@ -269,16 +279,15 @@ browserTest(
 );
 
 browserTest(
-  "without JavaScript the form posts urlencoded and the visitor reads plain text",
+  "without JavaScript the form posts urlencoded and the visitor lands on their case page, which says it was sent",
   async ({ service, fake, visitor }) => {
     const page = await visitor("198.51.100.50", { javaScriptEnabled: false });
     await fill(page, { name: "No Script", message: "Plain HTML works" });
     await page.locator("button[type=submit]").click();
-    await page.waitForURL(/\/api\/contact$/);
-    assert.equal(
-      (await page.locator("body").textContent())?.trim(),
-      "Thank you. Your message was sent.",
-    );
+    await page.waitForURL(CASE_PAGE_SENT);
+    const body = (await page.locator("body").textContent()) ?? "";
+    assert.ok(body.includes("Thank you. Your message was sent."), body);
+    assert.ok(body.includes("Plain HTML works"), body);
     const [record] = await service.records();
     assert.equal(record!.name, "No Script");
     assert.equal(record!.message, "Plain HTML works");
@@ -509,12 +518,13 @@ Deno.test({
           await page.screenshot({ path: `${OUTPUT}form-own-fields.png`, fullPage: true });
           assert.equal((await send(page)).text, "Thank you. Your message was sent.");
         } else {
-          // Without a script the browser posts the form itself and shows contactd's page.
+          // Without a script the browser posts the form itself and lands on the case page.
           await page.locator("button[type=submit]").click();
-          await page.waitForURL(/\/api\/contact$/);
-          assert.equal(
-            (await page.locator("body").textContent())?.trim(),
-            "Thank you. Your message was sent.",
+          await page.waitForURL(CASE_PAGE_SENT);
+          assert.ok(
+            (await page.locator("body").textContent())?.includes(
+              "Thank you. Your message was sent.",
+            ),
           );
         }
         await context.close();
@@ -641,7 +651,7 @@ Deno.test({
         await page.locator("input[name=email]").fill("nell@example.org");
         await page.locator("textarea[name=message]").fill("Moved from Netlify");
         await page.locator("button[type=submit]").click();
-        await page.waitForURL(`${site.url}/thanks.html`);
+        await page.waitForURL(thanksWithCase(site.url));
         assert.equal(await page.locator("h1").textContent(), "Thanks page");
         assert.equal(fake.delivered.length, 1);
         assert.match(fake.delivered[0]!, /Contact \(email\): nell@example\.org/);
@@ -655,7 +665,7 @@ Deno.test({
         );
         await page.locator("textarea[name=message]").fill("Buy now");
         await page.locator("button[type=submit]").click();
-        await page.waitForURL(`${site.url}/thanks.html`);
+        await page.waitForURL(thanksWithCase(site.url));
         assert.equal(fake.delivered.length, 1);
         assert.equal((await service.records()).length, 1);
         await context.close();
@@ -709,7 +719,7 @@ Deno.test({
         await page.locator("input[name=phone]").fill("+1 555 0100");
         await page.locator("textarea[name=message]").fill("Moved from Basin");
         await page.locator("button[type=submit]").click();
-        await page.waitForURL(`${site.url}/thanks.html`);
+        await page.waitForURL(thanksWithCase(site.url));
         const [record] = await service.records();
         assert.deepEqual(
           [record!.name, record!.contact, record!.message, record!.fields],
@@ -726,7 +736,7 @@ Deno.test({
         await bot.locator("input[name=email]").fill("bot@example.org");
         await bot.locator("textarea[name=message]").fill("spam");
         await bot.locator("button[type=submit]").click();
-        await bot.waitForURL(`${site.url}/thanks.html`);
+        await bot.waitForURL(thanksWithCase(site.url));
         assert.equal(fake.delivered.length, 1);
         assert.equal((await service.records()).length, 1);
         await scripted.close();
@@ -841,3 +851,39 @@ Deno.test({
       },
     ),
 });
+
+browserTest(
+  "the example form's success shows the case page's link with a line to keep it; the page opens, shows the message, and takes a reply written back without JavaScript",
+  async ({ service, fake, visitor }) => {
+    const page = await visitor("198.51.100.80", { phone: true });
+    await fill(page, { message: "A question <b>without</b> an address" });
+    const status = await send(page);
+    assert.deepEqual(status, { text: "Thank you. Your message was sent.", kind: "ok" });
+    const note = (await page.locator("#contactd-case-note").textContent()) ?? "";
+    assert.match(note, /^Keep this link to read the reply and write back: your conversation page/);
+    const href = (await page.locator("#contactd-case").getAttribute("href")) ?? "";
+    assert.match(href, new RegExp(`^${service.url}/api/case/[A-Za-z0-9_-]{32}$`));
+    await Deno.mkdir(OUTPUT, { recursive: true });
+    await page.screenshot({ path: `${OUTPUT}case-link.png`, fullPage: true });
+
+    await page.locator("#contactd-case").click();
+    await page.waitForURL(href);
+    assert.equal(await page.title(), "Your conversation");
+    const body = (await page.locator("body").textContent()) ?? "";
+    assert.ok(body.includes("A question <b>without</b> an address"), "shown as text, escaped");
+    assert.equal(await page.evaluate(`document.querySelectorAll("b").length`), 0);
+    assert.equal(await page.evaluate(`document.documentElement.scrollWidth`), 375);
+    await page.screenshot({ path: `${OUTPUT}case-page-phone.png`, fullPage: true });
+
+    await page.locator("textarea[name=message]").fill("Written back from the page");
+    await page.locator("button[type=submit]").click();
+    await page.waitForURL(`${href}?sent=1`);
+    assert.ok(
+      ((await page.locator("body").textContent()) ?? "").includes("Written back from the page"),
+    );
+    await page.screenshot({ path: `${OUTPUT}case-written-back.png`, fullPage: true });
+    assert.equal(fake.delivered.length, 2);
+    assert.match(fake.delivered[1]!, /Follow-up of #\w+, written on the sender's case page/);
+    assert.equal((await service.records()).length, 2);
+  },
+);

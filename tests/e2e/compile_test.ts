@@ -290,7 +290,10 @@ Deno.test("a binary built with PORT and MESSENGER_API_URL serves with them, its 
       body: JSON.stringify({ name: "Ann", contact: "@ann", message: "Hello from the binary" }),
     });
     assert.equal(response.status, 200);
-    assert.equal(await response.text(), '{"ok":true}');
+    assert.match(
+      await response.text(),
+      /^\{"ok":true,"case_url":"\/api\/case\/[A-Za-z0-9_-]{32}"\}$/,
+    ); // with its case page
     assert.equal(fake.delivered.length, 1);
     assert.match(fake.delivered[0]!, /Hello from the binary/);
     const lines = (await Deno.readTextFile(`${state}/messages.jsonl`)).trim().split("\n");

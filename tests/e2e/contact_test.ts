@@ -19,7 +19,11 @@ Deno.test("e2e: a submission is delivered, recorded with mode 0600 and answered 
       "203.0.113.7",
     );
     assert.equal(response.status, 200);
-    assert.equal(await response.text(), '{"ok":true}');
+    // With the sender's case page (issue 33).
+    assert.match(
+      await response.text(),
+      /^\{"ok":true,"case_url":"\/api\/case\/[A-Za-z0-9_-]{32}"\}$/,
+    );
     assert.equal(fake.calls.length, 1);
     const call = fake.calls[0]!;
     assert.equal(call.method, "sendMessage");

@@ -173,7 +173,7 @@ Deno.test({
         // 1. A submission through nginx records the client's address as nginx saw it.
         const first = await post(port, "127.0.0.2", { name: "Ann", message: "via nginx" });
         assert.equal(first.status, 200, first.body);
-        assert.equal(first.body, '{"ok":true}');
+        assert.match(first.body, /^\{"ok":true,"case_url":"\/api\/case\/[A-Za-z0-9_-]{32}"\}$/); // with its case page
         // The proxy adds the security header contactd leaves to it.
         assert.equal(first.headers.get("x-content-type-options"), "nosniff");
         assert.equal((await service.records())[0]!.ip, "127.0.0.2");
@@ -303,7 +303,7 @@ Deno.test("direct exposure with TRUSTED_PROXIES=none: forged headers are never r
   }
 });
 
-Deno.test("examples/nginx.conf proxies /api/ in one prefix block with the client's address, scheme and limits", async () => {
+Deno.test("examples/nginx.conf proxies /api/ in one prefix block with the client's address, scheme and limits, and the case pages alike without the access log", async () => {
   const config = await Deno.readTextFile(EXAMPLE);
   const directives = config.split("\n").map((line) => line.replace(/#.*/, "").trim()).filter(
     Boolean,
@@ -311,7 +311,17 @@ Deno.test("examples/nginx.conf proxies /api/ in one prefix block with the client
   const locations = directives.filter((line) => line.startsWith("location "));
   assert.deepEqual(locations, [
     "location ^~ /api/ {",
+    "location ^~ /api/case/ {",
     "location @contactd_too_large {",
+  ]);
+  // The case pages' block is the /api/ block's, plus `access_log off;` (the token is the path).
+  const block = (start: string) => {
+    const from = directives.indexOf(start);
+    return directives.slice(from + 1, directives.indexOf("}", from));
+  };
+  assert.deepEqual(block("location ^~ /api/case/ {"), [
+    "access_log off;",
+    ...block("location ^~ /api/ {"),
   ]);
   for (
     const line of [
@@ -326,10 +336,10 @@ Deno.test("examples/nginx.conf proxies /api/ in one prefix block with the client
   ) assert.ok(directives.includes(line), `missing ${line}`);
   // Connections per client are capped on every route.
   assert.ok(directives.includes("limit_conn_zone $binary_remote_addr zone=contactd_conn:1m;"));
-  assert.equal(directives.filter((line) => line === "limit_conn contactd_conn 10;").length, 1);
+  assert.equal(directives.filter((line) => line === "limit_conn contactd_conn 10;").length, 2);
   // X-Real-IP is set by nginx, never passed through from the client.
   assert.ok(!directives.some((line) => /X-Real-IP \$http_/i.test(line)));
-  assert.equal(directives.filter((line) => line === "proxy_pass http://contactd;").length, 1);
+  assert.equal(directives.filter((line) => line === "proxy_pass http://contactd;").length, 2);
 });
 
 Deno.test({

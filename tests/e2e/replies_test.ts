@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { NO_REPLIES, NOT_A_NOTIFICATION } from "../../lib/inbox/inbox.ts";
 import { DESK_ANSWERS } from "../../lib/inbox/reply_desk.ts";
+import { CASE_ANSWERS } from "../../lib/inbox/case_reply.ts";
 import type { FakeBotApi } from "../support/fake_bot_api.ts";
 import {
   MAIL_SERVER_PASSWORD,
@@ -418,16 +419,10 @@ Deno.test({
         const [handleMessage] = partsOf(fake, handle);
         const [emailMessage] = partsOf(fake, email);
 
-        // A phone number, an @handle: quoted as the sender left them.
-        assert.equal(
-          await answerTo(fake, reply(fake, phoneMessage!)),
-          'The sender left no email address, only "+39 333 123 4567": nothing was sent. ' +
-            "Answer them there.",
-        );
-        assert.equal(
-          await answerTo(fake, reply(fake, handleMessage!)),
-          'The sender left no email address, only "@carla_r": nothing was sent. Answer them there.',
-        );
+        // A phone number, an @handle: no email is sent; the reply goes to the sender's case
+        // page instead (issue 33).
+        assert.equal(await answerTo(fake, reply(fake, phoneMessage!)), CASE_ANSWERS.posted);
+        assert.equal(await answerTo(fake, reply(fake, handleMessage!)), CASE_ANSWERS.posted);
         // A photo without text.
         assert.equal(await answerTo(fake, reply(fake, emailMessage!, "")), DESK_ANSWERS.noText);
 
@@ -468,7 +463,8 @@ Deno.test({
         const over = reply(fake, emailMessage!, "Un'altra cosa…");
         assert.match(
           await answerTo(fake, over),
-          /^Not sent: at most 1 replies by email per 1 h \(REPLY_LIMIT\); try again in (60 min|1 h)\.$/,
+          // Not emailed, but on the case page all the same (issue 33).
+          /^📄 Posted to the sender's page\nNot sent: at most 1 replies by email per 1 h \(REPLY_LIMIT\); try again in (60 min|1 h)\.$/,
         );
         await settle();
         const mails = await server.messages();
@@ -476,10 +472,15 @@ Deno.test({
         assert.ok(!bodyText(mails[0]!).includes("Un'altra cosa"));
         assert.deepEqual(
           lines([service], "reply_refused").map((line) => line.reason),
-          ["not_email", "not_email", "no_text", "limit"],
+          ["no_text", "limit"],
         );
         assert.deepEqual(
           lines([service], "reply_refused").map((line) => line.submission),
+          [email, email],
+        );
+        // The phone number and the @handle got theirs on their case pages instead.
+        assert.deepEqual(
+          lines([service], "case_reply_posted").map((line) => line.submission),
           [phone, handle, email, email],
         );
         assert.equal(lines([service], "reply_accepted").length, 1);
@@ -491,12 +492,12 @@ Deno.test({
   },
 });
 
-Deno.test("e2e: SMTP_URL unset: a reply to a notification is told replies by email are off", async () => {
+Deno.test("e2e: SMTP_URL unset: a reply to a notification is posted to the sender's case page only, and told replies by email are off", async () => {
   await withService({}, async (service, fake) => {
     const id = await submit(service);
     const [first] = partsOf(fake, id);
     const owner = reply(fake, first!);
-    assert.equal(await answerTo(fake, owner), NO_REPLIES);
+    assert.equal(await answerTo(fake, owner), `${CASE_ANSWERS.posted}\n${NO_REPLIES}`);
     assert.match(NO_REPLIES, /Replies by email are off/);
     assert.equal(lines([service], "reply_accepted").length, 0);
     assert.ok(!(await Deno.stat(`${service.file}.replies`).then(() => true, () => false)));

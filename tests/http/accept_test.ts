@@ -17,7 +17,7 @@ Deno.test("accept writes no record, and notes nothing in the outbox, for a submi
   const deps = {
     outbox: {
       add: () => Promise.resolve(),
-      recorded: (id: string) => (recorded.push(id), Promise.resolve()),
+      recordedSoon: (id: string) => (recorded.push(id), Promise.resolve()),
     },
     // The queue's answer comes after forget ran (lib/delivery/queue.ts drops the job).
     queue: {

@@ -40,7 +40,7 @@ function blockedWorld(
     },
     outbox: {
       add: (submission) => (state.outbox.push(submission), Promise.resolve()),
-      recorded: () => Promise.resolve(),
+      recordedSoon: () => Promise.resolve(),
     },
     newId: () => `id${String(++ids).padStart(6, "0")}`,
     append: append ?? ((line) => (state.lines.push(line), Promise.resolve())),

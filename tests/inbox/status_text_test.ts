@@ -140,10 +140,12 @@ Deno.test("the answers can carry no personal data: their inputs are ids, ages an
     pending: true,
     oldestMs: true,
     replies: true,
+    files: true,
     last24h: true,
+    spamFilter: true,
   };
   assert.deepEqual(Object.keys(pendingKeys).sort(), ["ageMs", "attempts", "id", "kind"]);
-  assert.equal(Object.keys(statusKeys).length, 5);
+  assert.equal(Object.keys(statusKeys).length, 7);
   // Run-time: every line of /pending is an id, an age and a count, nothing else.
   const items: PendingItem[] = Array.from({ length: 40 }, (_, i) => ({
     kind: i % 3 === 0 ? "reply" : "message",

@@ -197,16 +197,18 @@ Deno.test("the service flushes the refusal tally every SUMMARY_INTERVAL_MS, and 
     {
       await using service = await startService(settingsIn(dir), world.io);
       assert.ok(service);
-      // The summaries, then the block list's refresh (contactd unblock), the database's
-      // checkpoint and the forget poll (lib/storage/forget_request.ts).
+      // The summaries, then the block list's refresh (contactd unblock), the spam filter's
+      // (contactd train), the database's checkpoint and the forget poll
+      // (lib/storage/forget_request.ts).
       assert.deepEqual(world.intervals, [
         SUMMARY_INTERVAL_MS,
+        BLOCK_REFRESH_MS,
         BLOCK_REFRESH_MS,
         CHECKPOINT_MS,
         FORGET_POLL_MS,
       ]);
     }
-    assert.equal(world.cancelled(), 4);
+    assert.equal(world.cancelled(), 5);
   }));
 
 Deno.test("RETENTION runs at start, before the service listens, then daily; the stop cancels it", () =>
@@ -231,17 +233,20 @@ Deno.test("RETENTION runs at start, before the service listens, then daily; the 
         blocked: 0,
         replies: 0,
         reply_sources: 0,
+        spam_filter: 0,
+        cases: 0,
       });
       assert.equal(await Deno.readTextFile(file), young);
       assert.deepEqual(world.intervals, [
         SUMMARY_INTERVAL_MS,
+        BLOCK_REFRESH_MS,
         BLOCK_REFRESH_MS,
         CHECKPOINT_MS,
         RETENTION_INTERVAL_MS,
         FORGET_POLL_MS,
       ]);
     }
-    assert.equal(world.cancelled(), 5);
+    assert.equal(world.cancelled(), 6);
   }));
 
 Deno.test("a stop signal while start-up waits for getMe is graceful: the stop signals are listened for first", () =>

@@ -71,7 +71,8 @@ export function databaseText(owner: object): string {
 }
 
 /** An outbox that closes its database. */
-export type TestOutbox = Outbox & { close(): Promise<void> };
+/** An outbox whose `close` closes its database too. */
+export type TestOutbox = Outbox;
 
 /**
  * Opens the outbox kept for `owner` (a test's file system in memory, or any object standing for
@@ -90,5 +91,11 @@ export async function open(
   }
   const store = openLocalStore(path, { create: true });
   const outbox = await openOutbox(store, options);
-  return Object.assign(outbox, { close: () => store.close() }) as TestOutbox;
+  const closeOutbox = outbox.close.bind(outbox);
+  return Object.assign(outbox, {
+    close: async () => {
+      await closeOutbox();
+      await store.close();
+    },
+  });
 }

@@ -566,3 +566,82 @@ Deno.test("erase deletes a matching submission beyond the outbox's window outrig
   assert.equal(reopened.pendingCount, 2);
   await reopened.close();
 });
+
+Deno.test("erasing a case's first submission erases its follow-ups: their records (by id, contact or address) and the ones still waiting", async () => {
+  for (const named of [["id", ""], ["contact", "ann@example.org"], ["address", "192.0.2.77"]]) {
+    const memory = new MemoryFs();
+    memory.mkdir("/data");
+    const { fs } = rewriteFs(memory);
+    const outbox = await open(memory);
+    const first = {
+      ...submission("the question"),
+      id: "c0000f01",
+      contact: "ann@example.org",
+      ip: "192.0.2.77",
+    };
+    // Written back on the case page from elsewhere: no contact, another address.
+    const sent = { ...submission("follow-up sent"), ip: "198.51.100.1", followUp: first.id };
+    const waiting = { ...submission("follow-up waiting"), ip: "198.51.100.2", followUp: first.id };
+    const other = { ...submission("someone else"), ip: "198.51.100.3" };
+    for (const s of [sent, waiting, other]) await outbox.add(s);
+    await outbox.done(sent.id, "2026-11-22T14:03:10Z", "delivered");
+    for (const s of [sent, waiting, other]) await outbox.recorded(s.id, 200);
+    const followRecord = (s: OutboxSubmission) =>
+      recordOf(s).replace(`"id":"${s.id}"`, `"id":"${s.id}","follow_up":"${first.id}"`);
+    memory.writeText(
+      BACKUP,
+      recordOf(first, true) + followRecord(sent) + recordOf(other) + followRecord(waiting),
+    );
+    const { deps } = depsOf(fs, outbox);
+    const [by, value] = named as ["id" | "contact" | "address", string];
+    const outcome = await erase(deps, match(by, by === "id" ? first.id : value), false);
+    assert.equal(outcome.records, 3, by);
+    assert.equal(outcome.pending, 1, by);
+    assert.equal(memory.readText(BACKUP), recordOf(other), by);
+    assert.deepEqual([...outbox.entries()].filter((e) => e.done === false).map((e) => e.id), [
+      other.id,
+    ]);
+    assert.doesNotMatch(databaseText(memory), /follow-up (sent|waiting)/);
+    await outbox.close();
+  }
+});
+
+Deno.test("erase commits the answers noted in memory first: a delivered row whose note waited leaves the database too, and no recovery writes it back", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  const { fs } = rewriteFs(memory);
+  // The note's own flush never comes by itself here: only the erasure's.
+  const outbox = await open(memory, { later: () => () => {} });
+  const sent = { ...submission("delivered, note waiting"), contact: "dora@example.org" };
+  await outbox.add(sent);
+  await outbox.done(sent.id, "2026-11-22T14:03:10Z", "delivered");
+  void outbox.recordedSoon(sent.id, 200);
+  assert.equal(outbox.get(sent.id), undefined, "finished in memory");
+  memory.writeText(BACKUP, recordOf(sent, true));
+  const { deps } = depsOf(fs, outbox);
+  const outcome = await erase(deps, match("contact", "dora@example.org"), false);
+  assert.equal(outcome.records, 1);
+  assert.equal(memory.readText(BACKUP), "");
+  assert.doesNotMatch(databaseText(memory), /delivered, note waiting|dora@example/);
+  await outbox.close();
+});
+
+Deno.test("erasing a case by its contact also erases a follow-up a crash left delivered but unrecorded, so the next start writes no record of it", async () => {
+  const memory = new MemoryFs();
+  memory.mkdir("/data");
+  const { fs } = rewriteFs(memory);
+  const outbox = await open(memory);
+  const first = { ...submission("the first"), id: "c0000f02", contact: "eve@example.org" };
+  const crashed = { ...submission("follow-up cut short"), ip: "198.51.100.9", followUp: first.id };
+  await outbox.add(crashed);
+  await outbox.done(crashed.id, "2026-11-22T14:03:10Z", "delivered"); // its record never written
+  memory.writeText(BACKUP, recordOf(first, true));
+  const deps = { ...depsOf(fs, outbox).deps, stopped: true };
+  await erase(deps, match("contact", "eve@example.org"), false);
+  assert.equal(memory.readText(BACKUP), "");
+  assert.doesNotMatch(databaseText(memory), /follow-up cut short/);
+  await outbox.close();
+  const reopened = await open(memory);
+  assert.equal(reopened.get(crashed.id), undefined, "nothing left for recovery");
+  await reopened.close();
+});

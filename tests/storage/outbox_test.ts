@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { formatRecord } from "../../lib/storage/backup.ts";
 import { type Outbox, OutboxEntryDamaged } from "../../lib/storage/outbox.ts";
 import { INTERRUPTED, recoverRecords, recoverWithStore } from "../../lib/storage/recovery.ts";
-import { openLocalStore, type Store, StoreError } from "../../lib/storage/store.ts";
+import { call, openLocalStore, type Store, StoreError } from "../../lib/storage/store.ts";
 import { openOutbox } from "../../lib/storage/outbox.ts";
 import { recordIdsIn } from "../../lib/storage/backup_scan.ts";
 import { logger, open, submission } from "./_outbox_setup.ts";
@@ -24,7 +24,7 @@ async function drain(outbox: Outbox): Promise<string[]> {
   return order;
 }
 
-Deno.test("a submission added is read back by id, with its fields, form and contact's source", async () => {
+Deno.test("a submission added is read back by id, with its fields, form, contact's source, spam score and case it follows up", async () => {
   const outbox = await open({});
   const plain = submission();
   const full = {
@@ -32,6 +32,8 @@ Deno.test("a submission added is read back by id, with its fields, form and cont
     form: "site-b",
     contactFrom: "email",
     fields: { company: "ACME", "order no": "42" },
+    spamScore: 0.973,
+    followUp: "a1case0",
   };
   await Promise.all([outbox.add(plain), outbox.add(full)]);
   assert.deepEqual(await outbox.read(plain.id), plain);
@@ -242,6 +244,147 @@ Deno.test("recordIdsIn finds a record that starts right at the offset, and never
     assert.deepEqual([...await recordIdsIn(file, at + 5, ids)], [c.id], "b is cut: not found");
     assert.deepEqual([...await recordIdsIn(file, 0, ids)].sort(), [...ids].sort());
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A `later` the test fires by hand: the pending call, and how many were scheduled. */
+function manualLater() {
+  const pending: Array<() => void> = [];
+  return {
+    later: (fn: () => void) => {
+      pending.push(fn);
+      return () => pending.splice(pending.indexOf(fn), 1);
+    },
+    fire: () => pending.splice(0).forEach((fn) => fn()),
+    get scheduled() {
+      return pending.length;
+    },
+  };
+}
+
+/** How many rows the database still holds unmarked (what recovery would look for). */
+async function unmarked(outbox: Outbox, owner: object): Promise<number> {
+  await outbox.close();
+  const reopened = await open(owner);
+  const count = [...reopened.entries()].filter((e) => e.status === undefined).length;
+  await reopened.close();
+  return count;
+}
+
+Deno.test("a note of the answer rides with the next commit: memory takes it at once, the row follows", async () => {
+  const owner = {};
+  const timer = manualLater();
+  const outbox = await open(owner, { later: timer.later });
+  const [a, b] = [submission(), submission()];
+  await outbox.add(a);
+  await outbox.done(a.id, "2026-11-22T14:05:00Z", "delivered");
+  let committed = false;
+  const note = outbox.recordedSoon(a.id, 200).then(() => committed = true);
+  assert.equal(outbox.get(a.id), undefined, "delivered and recorded: out of the window at once");
+  await Promise.resolve();
+  assert.equal(committed, false, "nothing committed yet");
+  await outbox.add(b);
+  await note;
+  assert.equal(committed, true, "committed with the next add");
+  timer.fire(); // nothing left to flush
+  const reopened = await open(owner);
+  assert.deepEqual([...reopened.entries()].map((e) => e.id), [b.id], "a's row is gone");
+  await reopened.close();
+  await outbox.close();
+});
+
+Deno.test("a note with no commit to ride with is committed alone after the delay", async () => {
+  const owner = {};
+  const timer = manualLater();
+  const outbox = await open(owner, { later: timer.later });
+  const a = submission();
+  await outbox.add(a);
+  const note = outbox.recordedSoon(a.id, 502);
+  assert.equal(timer.scheduled, 1);
+  timer.fire();
+  await note;
+  const reopened = await open(owner);
+  assert.equal(reopened.get(a.id)?.status, 502);
+  await reopened.close();
+  await outbox.close();
+});
+
+Deno.test("closing the outbox commits the notes still waiting", async () => {
+  const owner = {};
+  const timer = manualLater();
+  const outbox = await open(owner, { later: timer.later });
+  const a = submission();
+  await outbox.add(a);
+  void outbox.recordedSoon(a.id, 200);
+  assert.equal(await unmarked(outbox, owner), 0);
+});
+
+Deno.test("a row read into the window while its note waits comes in recorded", async () => {
+  const owner = {};
+  const timer = manualLater();
+  const outbox = await open(owner, { window: 2, later: timer.later });
+  const [a, b, c, d] = [submission(), submission(), submission(), submission()];
+  for (const s of [a, b, c, d]) await outbox.add(s);
+  // c is beyond the window (two rows): its note waits while an erasure moves the window on.
+  void outbox.recordedSoon(c.id, 502);
+  await outbox.forget([a.id, b.id]);
+  assert.equal(outbox.get(c.id)?.status, 502);
+  await outbox.done(c.id, "2026-11-22T14:05:00Z", "given_up");
+  assert.equal(outbox.get(c.id), undefined, "given up and recorded: not held");
+  await outbox.close();
+});
+
+Deno.test("a change that fails keeps the notes it would have carried for the next commit", async () => {
+  const timer = manualLater();
+  const dir = await Deno.makeTempDir({ prefix: "contactd-outbox-" });
+  const store = openLocalStore(`${dir}/messages.jsonl.db`, { create: true });
+  // The database under the outbox refuses one transaction: the next `failed`.
+  let refuse = false;
+  const flaky: Store = {
+    run: (op, args) => store.run(op, args),
+    checkpoint: () => store.checkpoint(),
+    close: () => store.close(),
+    transaction: (calls) => {
+      if (!refuse) return store.transaction(calls);
+      refuse = false;
+      return Promise.reject(new StoreError({ name: "Error", message: "disk I/O error" }));
+    },
+  };
+  const outbox = await openOutbox(flaky, { later: timer.later });
+  const a = submission();
+  await outbox.add(a);
+  let settled = false;
+  const note = outbox.recordedSoon(a.id, 200).finally(() => settled = true);
+  refuse = true;
+  await assert.rejects(outbox.failed(a.id, "2026-11-22T14:05:00Z", "HTTP 502"), StoreError);
+  await Promise.resolve();
+  assert.equal(settled, false, "the note waits, it is not failed with the change");
+  timer.fire();
+  await note;
+  await outbox.close();
+  const reopened = await openOutbox(store);
+  assert.equal(reopened.get(a.id)?.status, 200);
+  await store.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("what is written with a submission commits with its row, or neither is written", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "contactd-outbox-" });
+  const store = openLocalStore(`${dir}/messages.jsonl.db`, { create: true });
+  try {
+    const outbox = await openOutbox(store);
+    const a = submission();
+    await outbox.add(a, [call("meta.set", { key: "with-a", value: "yes" })]);
+    assert.equal(await store.run("meta.get", { key: "with-a" }), "yes");
+    const b = submission();
+    // A call that fails takes the row down with it.
+    const broken = call("outbox.add", { id: "zz", ts: null as unknown as string, submission: "{" });
+    await assert.rejects(outbox.add(b, [broken]));
+    await assert.rejects(outbox.read(b.id), OutboxEntryDamaged);
+    await outbox.close();
+  } finally {
+    await store.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { call, openLocalStore, openWorkerStore, StoreError } from "../../lib/storage/store.ts";
+import {
+  call,
+  databaseHeld,
+  openLocalStore,
+  openWorkerStore,
+  StoreError,
+} from "../../lib/storage/store.ts";
 import { DatabaseRefused, openDatabase } from "../../lib/storage/sqlite/database.ts";
 import { runBatch } from "../../lib/storage/sqlite/operations.ts";
 import { SCHEMA_VERSION } from "../../lib/storage/sqlite/schema.ts";
@@ -233,3 +239,44 @@ Deno.test("runBatch runs a batch's requests in one transaction, each in its save
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a service's hold on the database refuses a second holder, and a command's connection still writes beside it", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/m.jsonl.db`;
+  try {
+    const service = await openWorkerStore(path, { create: true, hold: true });
+    // Asked from another process, as a command asks (never from one with the database open).
+    assert.equal(await _heldFromAnotherProcess(path), true);
+    const second = await rejection(
+      () => openWorkerStore(path, { create: true, hold: true }),
+      StoreError,
+    );
+    assert.equal(second.reason, "held");
+    // A command (no hold) works alongside, in WAL mode: the hold is not SQLite's lock.
+    const command = openLocalStore(path, { create: false });
+    await command.run("outbox.add", submission("c1"));
+    await command.close();
+    assert.equal(await service.run("outbox.waiting", undefined), 1);
+    await service.close();
+    assert.equal(databaseHeld(path), false, "released with the service");
+    const next = await openWorkerStore(path, { create: false, hold: true });
+    await next.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** `databaseHeld(path)` as another process sees it. */
+async function _heldFromAnotherProcess(path: string): Promise<boolean> {
+  const store = new URL("../../lib/storage/store.ts", import.meta.url).href;
+  const { stdout } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `import { databaseHeld } from ${JSON.stringify(store)}; ` +
+      `console.log(databaseHeld(${JSON.stringify(path)}));`,
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  return new TextDecoder().decode(stdout).trim() === "true";
+}

@@ -24,6 +24,8 @@ export interface Locator {
   textContent(): Promise<string | null>;
   getAttribute(name: string): Promise<string | null>;
   boundingBox(): Promise<{ x: number; y: number; width: number; height: number } | null>;
+  /** Chooses files in a file input (playwright's `setInputFiles` with in-memory files). */
+  setInputFiles(files: { name: string; mimeType: string; buffer: Uint8Array }[]): Promise<void>;
 }
 
 /** The parts of a playwright `Page` the tests use. */

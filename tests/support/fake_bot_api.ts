@@ -59,6 +59,24 @@ export interface FakeEdit {
   readonly replyMarkup: FakeMarkup | undefined;
 }
 
+/** A document `sendDocument` accepted (its message is in `messages`, text its caption). */
+export interface FakeDocument {
+  readonly chatId: number;
+  readonly messageId: number;
+  /** The file name the upload gave. */
+  readonly name: string;
+  /** The part's `Content-Type`. */
+  readonly type: string;
+  /** The bytes, as received. */
+  readonly bytes: Uint8Array;
+  readonly caption: string;
+  readonly replyTo?: number;
+  readonly topic?: number;
+}
+
+/** The most bytes `sendDocument` takes from a bot (Telegram's 50 MB). */
+export const FAKE_UPLOAD_LIMIT = 50 * 1024 * 1024;
+
 /** An `answerCallbackQuery` the fake accepted. */
 export interface FakeToast {
   readonly queryId: string;
@@ -189,6 +207,14 @@ export interface FakeBotApi {
   readonly edits: FakeEdit[];
   /** Toasts (`answerCallbackQuery`) accepted, in order. */
   readonly toasts: FakeToast[];
+  /** Documents accepted (`sendDocument`, multipart), in order. */
+  readonly documents: FakeDocument[];
+  /**
+   * `sendDocument` uploads whose file name matches this are refused `400 Bad Request: wrong file
+   * type` (a file Telegram will not take); `undefined`: none. Over {@linkcode FAKE_UPLOAD_LIMIT}
+   * bytes is `413 Request Entity Too Large`, always.
+   */
+  refuseDocument: RegExp | undefined;
   /** Messages deleted (`deleteMessage`), in order. */
   readonly deletions: { readonly chatId: number; readonly messageId: number }[];
   /** The administrators' user ids of each group, for `getChatAdministrators`; none by default. */
@@ -394,7 +420,8 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     const match = new URL(request.url).pathname.match(/^\/bot([^/]*)\/([^/]*)$/);
     const token = decodeOrRaw(match?.[1] ?? "");
     const method = match?.[2] ?? "";
-    const body = await readBody(request);
+    const form = isMultipart(request) ? await request.formData().catch(() => undefined) : undefined;
+    const body = form === undefined ? await readBody(request) : formFields(form);
     const aside = (method === "getMe" && options.scriptGetMe !== true) ||
       (method === "getUpdates" && !scriptUpdates);
     if (method === "getMe" && aside) getMeCalls++;
@@ -448,6 +475,8 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
           : reply(apiError(400, "Bad Request: chat not found"));
       case "sendMessage":
         return sendMessage(body);
+      case "sendDocument":
+        return sendDocument(body, form?.get("document"));
       case "editMessageText":
       case "editMessageReplyMarkup":
         return edit(method, body);
@@ -495,6 +524,52 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
       replyMarkup: markup,
       ...(replyTo === undefined ? {} : { replyTo }),
       ...(topic === undefined ? {} : { topic: topic as number }),
+    });
+    return ok(messageObject(chatId, messageId, true));
+  };
+
+  /** `sendDocument` as multipart: the file kept byte for byte, paced like `sendMessage`. */
+  const sendDocument = async (
+    body: Record<string, unknown>,
+    file: FormDataEntryValue | null | undefined,
+  ): Promise<Response> => {
+    const chatId = Number(body.chat_id);
+    if (!fake.chats.has(chatId)) return reply(apiError(400, "Bad Request: chat not found"));
+    if (!(file instanceof File)) {
+      return reply(apiError(400, "Bad Request: there is no document in the request"));
+    }
+    if (file.size > FAKE_UPLOAD_LIMIT) return reply(apiError(413, "Request Entity Too Large"));
+    if (fake.refuseDocument?.test(file.name) === true) {
+      return reply(apiError(400, "Bad Request: wrong file type"));
+    }
+    const topic = body.message_thread_id === undefined ? undefined : Number(body.message_thread_id);
+    if (topic !== undefined && !fake.topics.has(topic)) {
+      return reply(apiError(400, "Bad Request: message thread not found"));
+    }
+    const replyTo = readReplyTo(chatId, body.reply_parameters);
+    if (replyTo === "invalid") {
+      return reply(apiError(400, "Bad Request: message to be replied not found"));
+    }
+    const limited = floodCheck(chatId);
+    if (limited !== undefined) return limited;
+    const caption = typeof body.caption === "string" ? body.caption : "";
+    const messageId = newMessageId(chatId);
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    fake.documents.push({
+      chatId,
+      messageId,
+      name: file.name,
+      type: file.type,
+      bytes,
+      caption,
+      ...(replyTo === undefined ? {} : { replyTo }),
+      ...(topic === undefined ? {} : { topic }),
+    });
+    store(chatId, messageId, {
+      text: caption,
+      replyMarkup: undefined,
+      ...(replyTo === undefined ? {} : { replyTo }),
+      ...(topic === undefined ? {} : { topic }),
     });
     return ok(messageObject(chatId, messageId, true));
   };
@@ -778,6 +853,8 @@ export function startFakeBotApi(options: FakeBotApiOptions): FakeBotApi {
     edits: [],
     toasts: [],
     deletions: [],
+    documents: [],
+    refuseDocument: undefined,
     admins: new Map(),
     async outage(mode) {
       down = mode === "html" ? "html" : false;
@@ -861,6 +938,24 @@ async function readBody(request: Request): Promise<Record<string, unknown>> {
   } catch {
     return {};
   }
+}
+
+function isMultipart(request: Request): boolean {
+  return /^multipart\/form-data/i.test(request.headers.get("content-type") ?? "");
+}
+
+/** A multipart request's text fields (JSON ones, such as `reply_parameters`, parsed). */
+function formFields(form: FormData): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [name, value] of form) {
+    if (typeof value !== "string") continue;
+    try {
+      fields[name] = name === "reply_parameters" ? JSON.parse(value) : value;
+    } catch {
+      fields[name] = value;
+    }
+  }
+  return fields;
 }
 
 /** Percent-decodes a path segment; a malformed one is kept as is (and so fails the token check). */

@@ -11,6 +11,7 @@ import { parseCidr } from "../../lib/common/ip.ts";
 import type { LogFields, LogLevel } from "../../lib/log/logger.ts";
 import { notificationParts } from "../../lib/bot/notification.ts";
 import type { OutboxSubmission } from "../../lib/storage/outbox.ts";
+import type { Store } from "../../lib/storage/store.ts";
 import { RateLimiter } from "../../lib/net/rate_limit.ts";
 import { postBudget } from "../../lib/http/budgets.ts";
 import { parseConfig } from "../../lib/config/config.ts";
@@ -40,6 +41,17 @@ export function setup(options: {
   challengeLimiter?: RateLimiter;
   /** The queue's state and pending count for health (default: none given). */
   deliveryStatus?: HandlerDeps["deliveryStatus"];
+  /** The case pages (default: none) and the budget of their reads. */
+  cases?: HandlerDeps["cases"];
+  /**
+   * Where what is written with a submission's outbox row (its case, its lesson, its files) is
+   * committed (default: nowhere): a real store, for the case pages' tests.
+   */
+  commitWith?: Pick<Store, "transaction">;
+  caseLimiter?: RateLimiter;
+  /** Files sent with forms (`ATTACHMENTS`, default: none) and where accepted ones are kept. */
+  attachments?: HandlerDeps["attachments"];
+  keepingFiles?: HandlerDeps["keepingFiles"];
 } = {}) {
   const state = {
     now: new Date("2026-11-22T14:03:09.500Z"),
@@ -65,8 +77,11 @@ export function setup(options: {
       },
     },
     outbox: {
-      add: options.store ?? ((submission) => (state.outbox.push(submission), Promise.resolve())),
-      recorded: (id, status) => (state.answered.set(id, status), Promise.resolve()),
+      add: options.store ?? (async (submission, also = []) => {
+        state.outbox.push(submission);
+        if (also.length > 0) await options.commitWith?.transaction(also);
+      }),
+      recordedSoon: (id, status) => (state.answered.set(id, status), Promise.resolve()),
     },
     newId: () => `id${String(++ids).padStart(6, "0")}`,
     append: options.append ?? ((line) => (state.lines.push(line), Promise.resolve())),
@@ -81,6 +96,10 @@ export function setup(options: {
     challenge: options.challenge,
     challengeLimiter: options.challengeLimiter,
     ...(options.deliveryStatus ? { deliveryStatus: options.deliveryStatus } : {}),
+    ...(options.cases ? { cases: options.cases } : {}),
+    ...(options.caseLimiter ? { caseLimiter: options.caseLimiter } : {}),
+    ...(options.attachments ? { attachments: options.attachments } : {}),
+    ...(options.keepingFiles ? { keepingFiles: options.keepingFiles } : {}),
   });
   return { state, handler };
 }

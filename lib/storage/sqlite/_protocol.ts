@@ -17,6 +17,8 @@ export type ToWorker =
     readonly kind: "open";
     readonly path: string;
     readonly create: boolean;
+    /** Hold the file for this process (lib/storage/sqlite/database.ts `hold`): the service. */
+    readonly hold: boolean;
     /** A test hook: every commit takes this much longer (the worker sleeps), for the bench. */
     readonly commitDelayMs: number;
   }

@@ -28,7 +28,9 @@ export type DatabaseRefusal =
   /** `quick_check` found damage. */
   | "damaged"
   /** Written by a newer contactd (its schema version is higher than this one knows). */
-  | "newer";
+  | "newer"
+  /** Held by a running service (its lock on the file: {@linkcode OpenDatabaseOptions.hold}). */
+  | "held";
 
 /** The database cannot be used as it is; nothing was written to it. */
 export class DatabaseRefused extends Error {
@@ -49,6 +51,15 @@ export class DatabaseRefused extends Error {
 export interface OpenDatabaseOptions {
   /** Create the file when it is missing (the service); a command without it finds none. */
   readonly create: boolean;
+  /**
+   * Hold the file for this process (the service): an exclusive `flock` on a descriptor of its own,
+   * taken before SQLite opens it and kept until {@linkcode OpenedDatabase.hold} is closed, after
+   * the connection. A second service is refused (`held`) even when `MESSAGES_FILE.lock` was
+   * removed under the first. (`flock` and SQLite's `fcntl` locks do not meet on Linux; the
+   * descriptor must outlive the connection, since closing any descriptor of a file drops the
+   * process's `fcntl` locks on it.)
+   */
+  readonly hold?: boolean;
 }
 
 /** An open database and what was found when it was opened. */
@@ -62,6 +73,8 @@ export interface OpenedDatabase {
   readonly created: boolean;
   /** The schema version before this open migrated it (0: new). */
   readonly fromVersion: number;
+  /** The held descriptor, when asked for: close it after the connection, never before. */
+  readonly hold: Deno.FsFile | undefined;
 }
 
 /**
@@ -71,7 +84,16 @@ export interface OpenedDatabase {
  */
 export function openDatabase(path: string, options: OpenDatabaseOptions): OpenedDatabase {
   const { info, created } = _checkedFile(path, options.create);
-  const db = new DatabaseSync(path);
+  // Before SQLite opens the file: closing this descriptor is harmless only while no connection
+  // of this process has it open.
+  const hold = options.hold === true ? _hold(path, info) : undefined;
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path);
+  } catch (error) {
+    hold?.close();
+    throw error;
+  }
   try {
     // The path must still name the file checked: a link or another file put there meanwhile is
     // refused before anything is written.
@@ -100,9 +122,57 @@ export function openDatabase(path: string, options: OpenDatabaseOptions): Opened
       mode: (info.mode ?? 0o600) & 0o777,
       created,
       fromVersion,
+      hold,
     };
   } catch (error) {
     db.close();
+    hold?.close();
+    throw error;
+  }
+}
+
+/**
+ * Whether a running service holds the database at `path` (see `hold`); false when none is there.
+ * Ask before this process opens the database itself, never while it has it open: the
+ * descriptor it asks with is closed, and closing any descriptor of a file drops the process's
+ * `fcntl` locks on it, SQLite's included.
+ */
+export function databaseHeld(path: string): boolean {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.lstatSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+  if (!info.isFile) return false;
+  try {
+    _hold(path, info).close();
+    return false;
+  } catch (error) {
+    if (error instanceof DatabaseRefused && error.reason === "held") return true;
+    throw error;
+  }
+}
+
+/** An exclusive `flock` on `path` (the file `info` describes), or `held` when another has it. */
+function _hold(path: string, info: Deno.FileInfo): Deno.FsFile {
+  const file = Deno.openSync(path, { read: true });
+  try {
+    const opened = file.statSync();
+    if (opened.dev !== info.dev || opened.ino !== info.ino) {
+      throw new DatabaseRefused("link", path, "was replaced while it was opened");
+    }
+    if (!file.tryLockSync(true)) {
+      throw new DatabaseRefused(
+        "held",
+        path,
+        "is held by another contactd: only one service may use it; stop the other first",
+      );
+    }
+    return file;
+  } catch (error) {
+    file.close();
     throw error;
   }
 }

@@ -10,6 +10,8 @@ import type { DatabaseSync } from "node:sqlite";
 import type { ErrorShape, OpCall } from "./_protocol.ts";
 import { errorShape } from "./_protocol.ts";
 import { BLOCKS_OPS } from "./blocks_sql.ts";
+import { FILES_OPS } from "./files_sql.ts";
+import { CASES_OPS } from "./cases_sql.ts";
 import { IMPORT_OPS } from "./import_sql.ts";
 import { LEDGER_OPS } from "./ledger_sql.ts";
 import { META_OPS } from "./meta_sql.ts";
@@ -17,6 +19,7 @@ import { OUTBOX_OPS } from "./outbox_sql.ts";
 import { REQUESTS_OPS } from "./requests_sql.ts";
 import { REPLIES_OPS } from "./replies_sql.ts";
 import { REPLY_SOURCES_OPS } from "./reply_sources_sql.ts";
+import { SPAM_OPS } from "./spam_sql.ts";
 
 /** Every operation, by name. */
 export const OPERATIONS = {
@@ -28,6 +31,9 @@ export const OPERATIONS = {
   ...REPLIES_OPS,
   ...REPLY_SOURCES_OPS,
   ...IMPORT_OPS,
+  ...FILES_OPS,
+  ...CASES_OPS,
+  ...SPAM_OPS,
 } as const;
 
 /** The operations' table, as a type. */

@@ -120,6 +120,86 @@ export const MIGRATIONS: readonly string[] = [
     rows INTEGER NOT NULL
   ) STRICT;
   `,
+  // 2: the learned spam filter, attachments and case pages.
+  `
+  -- (spam filter: issue 31)
+  -- The learned filter's model: per token, how many spam and not-spam examples held it and the
+  -- day (since the epoch) one last taught it; the examples' totals; and per submission, until
+  -- RETENTION or its erasure, its distinct tokens and the label a press taught (NULL: none), so
+  -- an undone press and forget subtract exactly what it taught.
+  CREATE TABLE spam_tokens (
+    token TEXT PRIMARY KEY,
+    spam INTEGER NOT NULL CHECK (spam >= 0),
+    ham INTEGER NOT NULL CHECK (ham >= 0),
+    seen INTEGER NOT NULL
+  ) STRICT, WITHOUT ROWID;
+  CREATE INDEX spam_tokens_seen ON spam_tokens (seen);
+  CREATE TABLE spam_totals (
+    label TEXT PRIMARY KEY CHECK (label IN ('spam', 'ham')),
+    examples INTEGER NOT NULL CHECK (examples >= 0)
+  ) STRICT;
+  INSERT INTO spam_totals (label, examples) VALUES ('spam', 0), ('ham', 0);
+  CREATE TABLE spam_lessons (
+    submission TEXT PRIMARY KEY,
+    ts TEXT NOT NULL,
+    label TEXT CHECK (label IN ('spam', 'ham')),
+    tokens TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX spam_lessons_ts ON spam_lessons (ts);
+  -- What SPAM_FILTER=hold kept out of the chat, until released, RETENTION or its erasure: the
+  -- submission as the outbox keeps it, to be sent when the owner releases it.
+  CREATE TABLE spam_held (
+    id TEXT PRIMARY KEY,
+    ts TEXT NOT NULL,
+    form TEXT,
+    score REAL NOT NULL,
+    submission TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX spam_held_ts ON spam_held (ts);
+
+  -- (attachments: issue 32)
+  -- The files sent with a submission (kept in MESSAGES_FILE.files/ under "stored"), from its
+  -- acceptance until RETENTION or its erasure: the record's label, size, type and sha256, and
+  -- their way to the chat: waiting, sent (its message), or refused by Telegram (the error).
+  CREATE TABLE files (
+    submission TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    form TEXT,
+    name TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    stored TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL DEFAULT 'waiting' CHECK (state IN ('waiting', 'sent', 'refused')),
+    chat INTEGER,
+    message INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    silent INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (submission, idx)
+  ) STRICT;
+  CREATE INDEX files_waiting ON files (state, ts);
+  CREATE INDEX files_ts ON files (ts);
+
+  -- (case pages: issue 33)
+  CREATE TABLE cases (
+    id TEXT PRIMARY KEY,
+    hash BLOB NOT NULL UNIQUE,
+    ts TEXT NOT NULL,
+    form TEXT
+  ) STRICT;
+  CREATE INDEX cases_ts ON cases (ts);
+  CREATE TABLE case_posts (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    case_id TEXT NOT NULL REFERENCES cases (id) ON DELETE CASCADE,
+    ref TEXT NOT NULL UNIQUE,
+    ts TEXT NOT NULL,
+    author TEXT NOT NULL CHECK (author IN ('sender', 'owner')),
+    text TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX case_posts_case ON case_posts (case_id, seq);
+  `,
 ];
 
 /** The schema version this release writes. */
