@@ -78,7 +78,15 @@ export function replyDesk(
       return answer;
     };
     if (event.text.trim() === "") return refuse("no_text", DESK_ANSWERS.noText);
-    const record = await deps.findRecord(submission);
+    let record: Awaited<ReturnType<typeof deps.findRecord>>;
+    try {
+      record = await deps.findRecord(submission);
+    } catch (error) {
+      // The submission could not be read (a full disk, a damaged database): nothing is sent,
+      // and the owner is told to reply again.
+      log("error", { event: "reply_read_failed", submission, error: describeError(error) });
+      return DESK_ANSWERS.notSaved;
+    }
     if (record === undefined) return refuse("record_gone", DESK_ANSWERS.gone);
     const contact = typeof record.value.contact === "string" ? record.value.contact : "";
     const to = emailRecipient(contact);

@@ -30,6 +30,7 @@ function event(text = "Thanks, see you Monday."): ReplyEvent {
 function setup(found: StoredRecord | undefined, options: {
   accepted?: string[];
   add?: (reply: NewReply) => Promise<boolean>;
+  findRecord?: () => Promise<StoredRecord | undefined>;
 } = {}) {
   const added: NewReply[] = [];
   const lines: LogFields[] = [];
@@ -50,7 +51,7 @@ function setup(found: StoredRecord | undefined, options: {
         })),
     },
     wake: () => void woken++,
-    findRecord: () => Promise.resolve(found),
+    findRecord: options.findRecord ?? (() => Promise.resolve(found)),
     from: "site@bakery.example",
     formTitle: (form) => (form === "orders" ? "Orders" : undefined),
     limit: { limit: 2, windowMs: 3_600_000 },
@@ -144,4 +145,14 @@ Deno.test("each outcome is one short line on the owner's reply", () => {
     /^⏳ Waiting: mail server unreachable/,
   );
   assert.match(outcomeText({ kind: "given_up", reason: "refused" }), /^✖️ Given up: refused$/);
+});
+
+Deno.test("a reply whose submission cannot be read (a full disk) is answered not sent, reply again, and logged reply_read_failed", async () => {
+  const s = setup(undefined, {
+    findRecord: () => Promise.reject(new Error("disk I/O error")),
+  });
+  assert.equal(await s.desk({ event: event(), submission: "s1" }), DESK_ANSWERS.notSaved);
+  assert.equal(s.added.length, 0);
+  assert.equal(s.woken(), 0);
+  assert.deepEqual(s.lines.map((line) => line.event), ["reply_read_failed"]);
 });
