@@ -128,20 +128,6 @@ export class SpamFilter {
   }
 
   /**
-   * Keeps what `submission` would teach a press, in the background (the sender never waits for
-   * it); a failure is logged `spam_keep_failed` (a press on it then teaches nothing).
-   */
-  keep(submission: FilterSubmission): void {
-    this.#deps.store.transaction([this.lesson(submission)]).catch((error) =>
-      this.#deps.log("error", {
-        event: "spam_keep_failed",
-        id: submission.id,
-        error: describeError(error),
-      })
-    );
-  }
-
-  /**
    * Teaches that submission `id` is `label` (`null`: takes back what a press taught, an undo).
    * Resolves true when the model changed; false when its lesson is not kept (past retention,
    * erased, a submission from before the filter) or already says so. Logs `spam_taught`.

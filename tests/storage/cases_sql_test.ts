@@ -1,19 +1,12 @@
 import assert from "node:assert/strict";
-import { call, openLocalStore } from "../../lib/storage/store.ts";
+import { call, type Store } from "../../lib/storage/store.ts";
+import { withTempStore } from "../support/temp_store.ts";
 
 const hash = (byte: number) => new Uint8Array(32).fill(byte);
 
-async function withStore(
-  test: (store: Awaited<ReturnType<typeof openLocalStore>>) => Promise<void>,
-): Promise<void> {
-  const dir = await Deno.makeTempDir();
-  const store = await openLocalStore(`${dir}/m.jsonl.db`, { create: true });
-  try {
-    await test(store);
-  } finally {
-    await store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+/** Runs `test` on a new database, closed and removed after it. */
+function withStore(test: (store: Store) => Promise<void>): Promise<void> {
+  return withTempStore(({ store }) => test(store));
 }
 
 const open = (id: string, byte: number, ts = "2026-11-27T10:00:00Z") => ({

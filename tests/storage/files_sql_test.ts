@@ -1,18 +1,11 @@
 import assert from "node:assert/strict";
-import { openLocalStore } from "../../lib/storage/store.ts";
+import type { Store } from "../../lib/storage/store.ts";
+import { withTempStore } from "../support/temp_store.ts";
 import type { FileRow } from "../../lib/storage/sqlite/files_sql.ts";
 
-async function withStore(
-  test: (store: Awaited<ReturnType<typeof openLocalStore>>) => Promise<void>,
-): Promise<void> {
-  const dir = await Deno.makeTempDir();
-  const store = await openLocalStore(`${dir}/m.jsonl.db`, { create: true });
-  try {
-    await test(store);
-  } finally {
-    await store.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+/** Runs `test` on a new database, closed and removed after it. */
+function withStore(test: (store: Store) => Promise<void>): Promise<void> {
+  return withTempStore(({ store }) => test(store));
 }
 
 const file = (submission: string, idx: number, ts = "2026-11-27T10:00:00Z"): FileRow => ({
