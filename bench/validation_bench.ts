@@ -2,6 +2,7 @@
 import { bodyKind } from "../lib/http/contact.ts";
 import { decodeJson } from "../lib/common/json.ts";
 import { parseSubmission } from "../lib/form/submission.ts";
+import { DecoyPages } from "../lib/cases/decoy.ts";
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const VALID = encode({
@@ -41,4 +42,9 @@ Deno.bench("validation: an invalid body (400)", { group: "validation" }, () => {
 Deno.bench("validation: Content-Type check", () => {
   bodyKind("application/json");
   bodyKind("Application/JSON; charset=utf-8");
+});
+
+const decoys = new DecoyPages(crypto.getRandomValues(new Uint8Array(32)));
+Deno.bench("honeypot: the decoy case's token and its page's text", () => {
+  decoys.issue({ ts: "2026-11-28T00:00:00.000Z", text: "buy now" });
 });

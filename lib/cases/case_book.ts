@@ -9,18 +9,25 @@
  */
 import { formatTimestamp } from "../common/timestamp.ts";
 import type { KeptFile } from "../storage/erasure.ts";
-import { call, type OpResult, type Store, type StoreCall } from "../storage/store.ts";
+import { call, type Store, type StoreCall } from "../storage/store.ts";
+import { decoyKey, DecoyPages } from "./decoy.ts";
+import type { PagePost } from "./page.ts";
 import { newToken, sameHash, tokenHash, tokenOfPath } from "./token.ts";
 import { MAX_UNANSWERED } from "./waiting.ts";
 
-/** A case as found by its token. */
+/** A case as found by its token (or a decoy's page, lib/cases/decoy.ts). */
 export interface FoundCase {
-  /** Its submission's id. */
+  /** Its submission's id (empty for a decoy's page). */
   readonly id: string;
   readonly form: string | null;
-  readonly posts: NonNullable<OpResult<"cases.get">>["posts"];
+  readonly posts: readonly PagePost[];
   /** Closed for writing: its notification is marked Handled or Spam. */
   readonly closed: boolean;
+  /**
+   * A decoy's page only (no case): shows what the sender writes back on that page, and nowhere
+   * else.
+   */
+  readonly decoy?: ((post: { ts: string; text: string }) => void) | undefined;
 }
 
 /** What a case is opened with: the accepted submission. */
@@ -35,11 +42,33 @@ export interface CaseSubmission {
 export class CaseBook {
   readonly #store: Pick<Store, "run">;
   readonly #fill: ((bytes: Uint8Array) => Uint8Array) | undefined;
+  #decoys: Promise<DecoyPages> | undefined;
 
   /** `fill` makes the tokens' random bytes (default `crypto.getRandomValues`). */
   constructor(store: Pick<Store, "run">, fill?: (bytes: Uint8Array) => Uint8Array) {
     this.#store = store;
     this.#fill = fill;
+  }
+
+  /**
+   * A decoy's token (lib/cases/decoy.ts: no case, nothing stored), for a success that opened no
+   * case; its page shows `first` (the sender's message) when given, as a real one would.
+   */
+  async decoy(first?: { ts: string; message: string }): Promise<string> {
+    const pages = await this.#decoyPages();
+    return pages.issue(first === undefined ? undefined : { ts: first.ts, text: first.message });
+  }
+
+  /** The decoys, under the install's key (read from the store once; again after a failure). */
+  #decoyPages(): Promise<DecoyPages> {
+    this.#decoys ??= decoyKey(this.#store, this.#fill).then(
+      (key) => new DecoyPages(key, this.#fill),
+      (error) => {
+        this.#decoys = undefined;
+        throw error;
+      },
+    );
+    return this.#decoys;
   }
 
   /** Opens the case of `submission` and resolves with its token (never kept, only its hash). */
@@ -58,14 +87,28 @@ export class CaseBook {
     return { token, call: call("cases.open", await _caseRow(submission, token)) };
   }
 
-  /** The case of the page at `path` (`/api/case/<token>`); `undefined` for any unknown one. */
+  /**
+   * The case of the page at `path` (`/api/case/<token>`), or the decoy's page it is;
+   * `undefined` for any unknown one. A decoy's token is looked up in the database too, so
+   * reading one costs what reading a real one does.
+   */
   async find(path: string): Promise<FoundCase | undefined> {
     const token = tokenOfPath(path);
     if (token === undefined) return undefined;
     const hash = await tokenHash(token);
     const row = await this.#store.run("cases.byHash", { hash });
-    if (row === undefined || !sameHash(new Uint8Array(row.hash), hash)) return undefined;
-    return { id: row.id, form: row.form, posts: row.posts, closed: row.state !== "open" };
+    if (row !== undefined && sameHash(new Uint8Array(row.hash), hash)) {
+      return { id: row.id, form: row.form, posts: row.posts, closed: row.state !== "open" };
+    }
+    const decoys = await this.#decoyPages();
+    if (!decoys.isDecoy(token)) return undefined;
+    return {
+      id: "",
+      form: null,
+      posts: decoys.posts(token),
+      closed: false,
+      decoy: (post) => decoys.add(token, post),
+    };
   }
 
   /** Whether submission `id` has a case. */

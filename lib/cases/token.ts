@@ -21,9 +21,19 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{32}$/;
 export function newToken(
   fill: (bytes: Uint8Array) => Uint8Array = (bytes) => crypto.getRandomValues(bytes),
 ): string {
-  const bytes = fill(new Uint8Array(TOKEN_BYTES));
+  return tokenText(fill(new Uint8Array(TOKEN_BYTES)));
+}
+
+/** A token's text for its {@linkcode TOKEN_BYTES} bytes: base64url without padding. */
+export function tokenText(bytes: Uint8Array): string {
   return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
     .replace(/=+$/, "");
+}
+
+/** The bytes of a token of {@linkcode isTokenShape}'s shape (the inverse of {@linkcode tokenText}). */
+export function tokenBytes(token: string): Uint8Array {
+  const binary = atob(token.replaceAll("-", "+").replaceAll("_", "/"));
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
 
 /** True when `text` has a token's shape (checked before anything is hashed or looked up). */

@@ -4,9 +4,11 @@
  * knows its first message) goes as a document replying to it, in the same chat and topic,
  * captioned with the submission's id, through the delivery queue's pacing (`call`, the `later`
  * lane: behind waiting senders). Sent, it is noted in the store and as a part of its entry in the
- * ledger (so erasure and retention delete it from the chat like the text); refused by Telegram
- * (too large, a type it rejects), a line in the chat says so and the file stays on the server;
- * any other failure is tried again later, with back-off, across restarts (at least once).
+ * ledger (so erasure and retention delete it from the chat like the text); a file whose
+ * notification was given up (past `DELIVERY_MAX_AGE`, no longer in the outbox) is given up with
+ * it; refused by Telegram (too large, a type it rejects), a line in the chat says so and the file
+ * stays on the server; any other failure is tried again later, with back-off, across restarts (at
+ * least once).
  *
  * @module
  */
@@ -145,8 +147,11 @@ export class DocumentSender {
     const entry = ledger.get(file.submission);
     const replyTo = entry?.buttons[0] ?? entry?.messages[0];
     if (entry === undefined || replyTo === undefined) {
-      // Its notification has not reached the chat (yet): given up with it.
+      // Its notification has not reached the chat (yet): given up with it, past DELIVERY_MAX_AGE
+      // and out of the outbox. One still there may yet be sent, however old: a held submission
+      // released from `/held` long after it came (its files wait for the chat from then on).
       if (this.#deps.wallNow() - Date.parse(file.ts) <= this.#deps.maxAgeMs) return false;
+      if (await store.run("outbox.read", { id: file.submission }) !== undefined) return false;
       await this.#settle(file, "refused", null, null, "given up: its notification was not sent");
       log("warn", { event: "file_given_up", id: file.submission, index: file.idx });
       return true;

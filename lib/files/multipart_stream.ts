@@ -67,7 +67,9 @@ export type StreamResult =
     readonly pairs?: [string, string][];
   }
   | { readonly kind: "too_large"; readonly what: "files" | "text" | "count" }
-  | { readonly kind: "timeout" };
+  | { readonly kind: "timeout" }
+  /** Reading the body itself failed, with its `error` (most often: the client went away). */
+  | { readonly kind: "read_failed"; readonly error: unknown };
 
 /** What a stream read needs besides the body. */
 export interface StreamOptions {
@@ -113,9 +115,10 @@ interface OpenFile {
 /**
  * Reads `body` (a `multipart/form-data` body with `contentType`'s boundary) under `limits`,
  * writing its files to `options.spool`. A refusal, a timeout or a failure removes every file of
- * the body already written; the rest of the body is cancelled, not read. A file input left empty
- * (no name, no bytes) is left out; a file of a kind not listed, an executable whatever the list,
- * or one whose kind is not recognised is `file_not_accepted` naming its field.
+ * the body already written; the rest of the body is cancelled, not read. A read of the body that
+ * fails is `read_failed` with its error (the spool's own failures are thrown). A file input left
+ * empty (no name, no bytes) is left out; a file of a kind not listed, an executable whatever the
+ * list, or one whose kind is not recognised is `file_not_accepted` naming its field.
  */
 export async function readMultipartStream(
   body: ReadableStream<Uint8Array>,
@@ -141,7 +144,9 @@ export async function readMultipartStream(
   options.expired?.then(expire, expire);
   try {
     while (true) {
-      const next = await reader.read();
+      const next = await reader.read().catch((error) => {
+        throw new Stop(timedOut ? { kind: "timeout" } : { kind: "read_failed", error });
+      });
       if (timedOut) throw new Stop({ kind: "timeout" });
       if (next.done) break;
       await parser.push(next.value);

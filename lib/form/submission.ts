@@ -60,7 +60,14 @@ export interface Invalid {
 /** Outcome of reading a payload. */
 export type SubmissionResult =
   | { readonly kind: "valid"; readonly submission: Submission }
-  | { readonly kind: "honeypot" }
+  | {
+    readonly kind: "honeypot";
+    /**
+     * Its `message`, cleaned and cut to its limit, shown on its decoy case page
+     * (lib/cases/decoy.ts) as a real page would; absent when it sent none (or not a string).
+     */
+    readonly message?: string;
+  }
   | Invalid;
 
 /**
@@ -91,6 +98,18 @@ export function specKey(
   );
 }
 
+/** A honeypot hit of `value`, with its message as its decoy page shows it. */
+function _honeypot(value: Readonly<Record<string, unknown>>): SubmissionResult {
+  const key = specKey(value, "message");
+  const raw = key === undefined ? undefined : value[key];
+  if (typeof raw !== "string") return { kind: "honeypot" };
+  let message = cleanMultiLine(raw);
+  if (message.length > LIMITS.message && codePointLength(message) > LIMITS.message) {
+    message = Array.from(message).slice(0, LIMITS.message).join("");
+  }
+  return message === "" ? { kind: "honeypot" } : { kind: "honeypot", message };
+}
+
 /**
  * Applies the honeypots, then validates `name`, the contact (from `contact`, else `email`, else
  * `_replyto`: the first non-empty one), `message` and then every other field
@@ -101,7 +120,7 @@ export function specKey(
 export function parseSubmission(value: unknown): SubmissionResult {
   if (!isRecord(value)) return { kind: "invalid", code: "invalid_body" };
   // The honeypot comes first: a bot with over-long fields still sees success.
-  if (isHoneypotHit(value)) return { kind: "honeypot" };
+  if (isHoneypotHit(value)) return _honeypot(value);
 
   const texts: Record<string, string> = {};
   for (const field of ["name", ...CONTACT_SOURCES, "message"] as const) {

@@ -7,13 +7,15 @@
 import type { Answers } from "./answer.ts";
 import { formatRecord } from "../storage/backup.ts";
 import type { DeliveryOutcome } from "../delivery/queue.ts";
-import { type ErrorCode, ERRORS } from "./errors.ts";
+import { type ErrorCode, ERRORS, FOLLOW_UP_REFUSALS } from "./errors.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import type { OutboxSubmission } from "../storage/outbox.ts";
-import type { StoreCall } from "../storage/store.ts";
+import { followUpRefusal, type StoreCall } from "../storage/store.ts";
+import { outcome } from "../log/tally.ts";
+import { errorResponse } from "./responses.ts";
 import type { ReceivedFile } from "../files/multipart_stream.ts";
 import type { TokenSource } from "../learn/tokens.ts";
-import type { FilterSubmission } from "../spam/spam_filter.ts";
+import type { FilterSubmission, Scored } from "../spam/spam_filter.ts";
 import { casePath } from "../cases/token.ts";
 
 /** What {@linkcode accept} records and sends, already validated. */
@@ -35,17 +37,25 @@ export interface Accepted {
   readonly files?: readonly ReceivedFile[] | undefined;
   /** The learned spam filter's score (lib/spam/spam_filter.ts), recorded as `spam_score`. */
   readonly spamScore?: number | undefined;
+  /**
+   * The features the filter scored it by (lib/spam/spam_filter.ts `Scored`): its lesson keeps
+   * them (not computed twice); not recorded, not sent.
+   */
+  readonly spamFeatures?: readonly string[] | undefined;
 }
 
 /** What {@linkcode accept} needs of the learned spam filter (lib/spam/spam_filter.ts). */
 export interface AcceptSpam {
-  /** The score of a submission; `undefined` while the filter does not score. */
-  score(submission: TokenSource): number | undefined;
   /**
-   * The call that keeps what `submission` would teach a press (its lesson), committed with its
-   * row.
+   * The score of a submission (`undefined` while the filter does not score) and the features it
+   * was scored by, for its lesson.
    */
-  lesson(submission: FilterSubmission): StoreCall;
+  score(submission: TokenSource): Scored;
+  /**
+   * The call that keeps what `submission` would teach a press (its lesson: `features`, those it
+   * was scored by; absent, computed), committed with its row.
+   */
+  lesson(submission: FilterSubmission, features?: readonly string[]): StoreCall;
   /** `SPAM_FILTER=hold`: a submission that looks like spam is held, not sent. */
   readonly hold: boolean;
   /**
@@ -134,19 +144,24 @@ export async function accept(
   fields: Accepted,
 ): Promise<Response> {
   const { log } = deps;
+  const { spamFeatures, ...kept } = fields;
   const submission: OutboxSubmission = {
     id: deps.newId(),
-    ...fields,
+    ...kept,
     ...(deps.followUp === undefined ? {} : { followUp: deps.followUp }),
   };
   const { id } = submission;
   // One commit for the row and what goes with it: a crash leaves all of it or none.
-  const withRow = await writtenWith(deps, submission);
-  const files = await _keepingFiles(deps, submission);
+  const withRow = await writtenWith(deps, submission, spamFeatures);
+  const files = await keptFiles(deps, submission);
   let queued = true;
   try {
     await deps.outbox.add(submission, [...withRow.calls, ...files]);
   } catch (error) {
+    // A follow-up its case refused in the database (it raced past the page's check, or the case
+    // was erased meanwhile): nothing was committed, nothing is sent or recorded.
+    const refused = followUpRefusal(error);
+    if (refused !== undefined) return refuseFollowUp(log, answer, FOLLOW_UP_REFUSALS[refused]);
     queued = false;
     log("error", { event: "outbox_write_failed", id, error: describeError(error) });
   }
@@ -199,14 +214,29 @@ export async function accept(
 }
 
 /**
+ * The one answer to a follow-up its case refuses, whether the page's early check
+ * (lib/http/case_route.ts) or the database as it commits (`cases.followUp`) refuses it: a case
+ * gone (`not_found`) gets the plain `404` of any unknown page; one closed or waiting for the
+ * owner's reply gets its code in `answer`'s style (a form post goes back to its page, which says
+ * why). Tallied, not logged one by one.
+ */
+export function refuseFollowUp(log: Logger, answer: Answers, code: ErrorCode): Response {
+  const response = code === "not_found" ? errorResponse("not_found") : answer.error(code);
+  outcome(log, response.status, code === "not_found" ? "case_not_found" : code);
+  return response;
+}
+
+/**
  * What is written with a submission's row (its outbox row, or a held submission's), in the same
  * transaction: its case (a new one, whose page's path is answered as `case_url`; for a follow-up,
- * its post on its case) and its lesson for the spam filter. A case that cannot be prepared is
- * logged (`case_write_failed`) and the submission goes on without one.
+ * its post on its case) and its lesson for the spam filter (`features`: those it was scored by).
+ * A case that cannot be prepared is logged (`case_write_failed`) and the submission goes on
+ * without one.
  */
 export async function writtenWith(
   deps: Pick<AcceptDeps, "cases" | "followUp" | "spam" | "log">,
   submission: OutboxSubmission,
+  features?: readonly string[],
 ): Promise<{ calls: StoreCall[]; caseUrl: string | undefined }> {
   const calls: StoreCall[] = [];
   let caseUrl: string | undefined;
@@ -223,13 +253,16 @@ export async function writtenWith(
   } catch (error) {
     deps.log("error", { event: "case_write_failed", id, error: describeError(error) });
   }
-  if (deps.spam !== undefined) calls.push(deps.spam.lesson(submission));
+  if (deps.spam !== undefined) calls.push(deps.spam.lesson(submission, features));
   return { calls, caseUrl };
 }
 
-/** The calls that list `submission`'s files, named as kept; none after a logged failure. */
-async function _keepingFiles(
-  deps: AcceptDeps,
+/**
+ * The calls that list `submission`'s files, named as kept (`keepingFiles`), for its row's commit
+ * (its outbox row, or a held submission's); none after a logged failure (`files_write_failed`).
+ */
+export async function keptFiles(
+  deps: Pick<AcceptDeps, "keepingFiles" | "log">,
   submission: OutboxSubmission,
 ): Promise<readonly StoreCall[]> {
   if (submission.files === undefined || deps.keepingFiles === undefined) return [];

@@ -5,7 +5,9 @@
  * token (or any other text after `/api/case/`) gets the same `404` as any unknown path. A
  * follow-up takes the road of a submission (lib/http/contact.ts: the rate limit, the body, the
  * honeypot, the block list, the outbox and the queue), with the case's page as its answers'
- * target: `303` back to the page, which says it was sent or why not. The origin is not checked
+ * target: `303` back to the page, which says it was sent or why not. A decoy's page (the
+ * `case_url` of a honeypot hit or a blocked sender, lib/cases/decoy.ts) is read and written the
+ * same way, and what is written there reaches nobody. The origin is not checked
  * (the page has no referrer, and the token is the secret); no challenge is asked, since the page
  * runs no script and the token was given only to a sender who passed it (docs/api.md).
  *
@@ -25,7 +27,9 @@ import {
   isFormKind,
   type PeerInfo,
 } from "./contact.ts";
-import { answerStyle } from "./answer.ts";
+import { answersOf, answerStyle } from "./answer.ts";
+import { refuseFollowUp } from "./accept.ts";
+import { NO_HEADERS } from "./responses.ts";
 import { type ErrorCode, ERRORS } from "./errors.ts";
 import { errorResponse } from "./responses.ts";
 
@@ -112,8 +116,12 @@ export async function handleCase(
       });
       return new Response(request.method === "HEAD" ? null : html, { headers: PAGE_HEADERS });
     }
+    const targets = { success: `${path}?sent=1`, error: path };
     // Closed by the owner, or waiting for the owner's reply (lib/cases/waiting.ts): a form post
-    // goes back to the page, which says why; a script gets the code (409, 429).
+    // goes back to the page, which says why; a script gets the code (409, 429). Checked here
+    // before the body is read (and the sender's budget spent, files kept); the database checks
+    // the cap again as the follow-up commits, against posts racing past this check, and its
+    // refusal is answered the same (lib/http/accept.ts `refuseFollowUp`).
     const refused = found.closed
       ? "case_closed"
       : waitsForReply(found.posts)
@@ -121,9 +129,8 @@ export async function handleCase(
       : undefined;
     if (refused !== undefined) {
       const form = isFormKind(bodyKind(request.headers.get("content-type")));
-      const page = answerStyle(form, form ? request.headers.get("accept") : null, false) === "page";
-      outcome(deps.log, page ? 303 : ERRORS[refused].status, refused);
-      return page ? _seeOther(`${path}?error=${refused}`) : errorResponse(refused);
+      const style = answerStyle(form, form ? request.headers.get("accept") : null, false);
+      return refuseFollowUp(deps.log, answersOf(style, NO_HEADERS, targets), refused);
     }
     return await handleContact(
       {
@@ -131,8 +138,9 @@ export async function handleCase(
         allowedOrigins: [],
         challenge: undefined,
         ...(found.form === null ? {} : { form: found.form }),
-        targets: { success: `${path}?sent=1`, error: path },
-        followUp: found.id,
+        targets,
+        // A decoy's page (lib/cases/decoy.ts) has no case: a write-back is shown there only.
+        ...(found.decoy === undefined ? { followUp: found.id } : { decoy: found.decoy }),
       },
       request,
       info,
@@ -140,11 +148,4 @@ export async function handleCase(
   } catch (error) {
     return internalError(deps.log, request, error);
   }
-}
-
-function _seeOther(location: string): Response {
-  return new Response(null, {
-    status: 303,
-    headers: { "cache-control": "no-store", "referrer-policy": "no-referrer", location },
-  });
 }

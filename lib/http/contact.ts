@@ -5,13 +5,14 @@
  * @module
  */
 import { type Answers, answersOf, type AnswerStyle, answerStyle } from "./answer.ts";
-import { accept, type AcceptDeps, type Accepted, writtenWith } from "./accept.ts";
+import { accept, type AcceptDeps, type Accepted, keptFiles, writtenWith } from "./accept.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
 import type { ChallengeGate, ChallengeVerdict } from "../challenge/altcha.ts";
 import { clientAddress, type ProxyNotice } from "../net/client_address.ts";
 import type { RealIpHeader } from "../config/config.ts";
 import { checkOrigin, corsHeaders } from "./cors.ts";
+import { clientGone } from "./client_gone.ts";
 import { formPost, parseFormPost } from "../form/form_post.ts";
 import { decodeMultipart } from "../form/multipart.ts";
 import type { ReceivedFile } from "../files/multipart_stream.ts";
@@ -57,6 +58,12 @@ export interface ContactDeps extends AcceptDeps {
    * second (lib/http/deadline.ts).
    */
   readonly bodyDeadline: (nowMs: number) => AbortSignal;
+  /**
+   * Aborts when the service stops (lib/http/drain.ts `Drain.signal`): a body still arriving is
+   * ended then, its files removed, and answered `503 stopping` (createHandler's default
+   * `bodyDeadline` aborts with it). Absent: bodies end only at their deadline.
+   */
+  readonly stopping?: AbortSignal | undefined;
   /** `CHALLENGE`: the check after the honeypot; absent with `CHALLENGE=none`. */
   readonly challenge?: ChallengeGate | undefined;
   /** The form of `FORMS` this path serves (`POST /api/contact/<id>`); absent: the default form. */
@@ -84,6 +91,21 @@ export interface ContactDeps extends AcceptDeps {
    * the page, lib/http/case_route.ts); absent: the form's own `_redirect` fields.
    */
   readonly targets?: RedirectTargets | undefined;
+  /**
+   * The case pages, with the decoys of successes that open none (lib/cases/case_book.ts
+   * `CaseBook.decoy`: its token, its page showing `first`, the sender's message); absent: none.
+   */
+  readonly cases?: NonNullable<AcceptDeps["cases"]> & DecoyDesk;
+  /**
+   * A write-back to a decoy's page (lib/cases/decoy.ts): a valid one is shown on that page only,
+   * never kept, recorded or sent, and answered as a follow-up's success (lib/http/case_route.ts).
+   */
+  readonly decoy?: ((post: { ts: string; text: string }) => void) | undefined;
+}
+
+/** What makes a decoy's `case_url` (lib/cases/case_book.ts `CaseBook.decoy`). */
+export interface DecoyDesk {
+  decoy(first?: { ts: string; message: string }): Promise<string>;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -158,7 +180,15 @@ export function handleContact(
     BODY_LIMIT,
     deps.bodyDeadline(nowMs),
     (body) => withinBody(deps, body, context),
-    (error) => internalError(deps.log, request, error, style),
+    (error) =>
+      clientGone(error)
+        ? abandoned(
+          deps.log,
+          style,
+          kind === "multipart" ? "invalid_multipart" : "invalid_body",
+          error,
+        )
+        : internalError(deps.log, request, error, style),
     // The body was already answered (408): a stream that will not even cancel is only logged.
     (error) => deps.log("warn", { event: "body_cancel_failed", error: describeError(error) }),
   );
@@ -179,8 +209,9 @@ interface Context {
 
 /**
  * A multipart post to a form that takes files: read as a stream (lib/http/files_post.ts), then
- * the same rules as any form post. Files a refused, honeypot or held post brought are removed
- * once it is answered; an accepted one's go with it.
+ * the same rules as any form post. Files a refused, honeypot or blocked sender's post brought are
+ * removed once it is answered; an accepted one's go with it, and so do those of one the spam
+ * filter held (kept for its release).
  */
 async function withFiles(
   deps: ContactDeps,
@@ -189,10 +220,15 @@ async function withFiles(
 ): Promise<Response> {
   const { request, style, cors } = context;
   const page = pageOf(request, deps.allowedOrigins);
-  // One timer per upload (uploads are few and long), cleared once the body is read.
+  // One timer per upload (uploads are few and long), cleared once the body is read; the stop
+  // ends the read too.
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let stop = () => {};
   const expired = new Promise((resolve) => {
     timer = setTimeout(resolve, filesTimeoutMs(attachments.maxBytes));
+    stop = () => resolve(undefined);
+    if (deps.stopping?.aborted === true) stop();
+    deps.stopping?.addEventListener("abort", stop, { once: true });
   });
   let post: FilesPost;
   try {
@@ -201,14 +237,17 @@ async function withFiles(
     return internalError(deps.log, request, error, style);
   } finally {
     clearTimeout(timer);
+    deps.stopping?.removeEventListener("abort", stop);
   }
+  if (post.kind === "abandoned") return abandoned(deps.log, style, "invalid_multipart", post.error);
   if (post.kind === "refused") {
     const targets = post.pairs === undefined
       ? {}
       : deps.targets ?? formPost(post.pairs, deps.allowedOrigins, page).targets;
-    outcome(deps.log, ERRORS[post.code].status, post.code);
+    const code = post.code === "request_timeout" ? timedOut(deps) : post.code;
+    outcome(deps.log, ERRORS[code].status, code);
     const { field, message } = post;
-    return answersOf(style, cors, targets).error(post.code, {
+    return answersOf(style, cors, targets).error(code, {
       ...(field === undefined ? {} : { field }),
       ...(message === undefined ? {} : { message }),
       ...(post.unread === true ? { headers: { connection: "close" } } : {}),
@@ -237,6 +276,14 @@ async function withFiles(
   }
 }
 
+/**
+ * The code of a body whose deadline passed: its own (`408 request_timeout`), or the service's
+ * stop, which ends every body still arriving (`503 stopping`: not sent, send it again).
+ */
+function timedOut(deps: ContactDeps): "request_timeout" | "stopping" {
+  return deps.stopping?.aborted === true ? "stopping" : "request_timeout";
+}
+
 /** A name for one upload's files in the spool, unique and unguessable. */
 function newUploadId(): string {
   return crypto.randomUUID().replaceAll("-", "");
@@ -250,7 +297,7 @@ function withinBody(
 ): Response | Promise<Response> {
   const { kind, answer } = context;
   if (!body.ok) {
-    const code = body.reason === "timeout" ? "request_timeout" : "payload_too_large";
+    const code = body.reason === "timeout" ? timedOut(deps) : "payload_too_large";
     outcome(deps.log, ERRORS[code].status, code);
     // The body is left unread, so the connection closes. Deno's HTTP layer says so itself
     // (`connection: close`) for a Content-Length body, not for a chunked one: one header each.
@@ -322,7 +369,11 @@ function _afterParse(
   const gate = deps.challenge;
   if (parsed.kind === "honeypot") {
     outcome(deps.log, 200, "honeypot");
-    return answers.success(decoyCase(deps));
+    // Its decoy page shows its message (if it sent one) as a real page would.
+    const { message } = parsed;
+    const ts = formatTimestamp(new Date(context.nowMs));
+    return decoyCase(deps, message === undefined ? undefined : { ts, message })
+      .then((caseUrl) => answers.success(caseUrl));
   }
   // A body that could not be decoded has no proof to check: its 400 comes first.
   if (gate !== undefined && !(parsed.kind === "invalid" && UNDECODED.has(parsed.code))) {
@@ -368,6 +419,12 @@ function afterChallenge(
   }
   const { ip, nowMs, request } = context;
   const ts = formatTimestamp(new Date(nowMs));
+  if (deps.decoy !== undefined) {
+    // Written back on a decoy's page: shown there as on a real one, and nowhere else.
+    deps.decoy({ ts, text: parsed.submission.message });
+    outcome(deps.log, 200, "decoy_follow_up");
+    return answers.success();
+  }
   const form = deps.form === undefined ? {} : { form: deps.form };
   // A follow-up carries what its case page's form sends, the message: a crafted post's name,
   // contact and other fields are dropped (a reply to it goes to the page, never to an address).
@@ -378,14 +435,24 @@ function afterChallenge(
   // The proxy's own address (or this host's) blocks nobody: only the contact is checked.
   const sender = blockableSender({ ip, contact: fields.contact }, deps.trustedProxies);
   const block = deps.blocks?.match(sender, nowMs);
-  // The learned filter's score (lib/spam/spam_filter.ts) never changes the sender's answer.
-  const spamScore = block === undefined ? deps.spam?.score(fields) : undefined;
-  const scored: Accepted = spamScore === undefined ? fields : { ...fields, spamScore };
+  // The learned filter's score (lib/spam/spam_filter.ts) never changes the sender's answer; its
+  // features go with it, for its lesson.
+  const spam = block === undefined ? deps.spam?.score(fields) : undefined;
+  const spamScore = spam?.score;
+  const scored: Accepted = spam === undefined ? fields : {
+    ...fields,
+    ...(spamScore === undefined ? {} : { spamScore }),
+    spamFeatures: spam.features,
+  };
   const held = block ??
     (deps.spam?.hold === true && looksLikeSpam(spamScore) ? "filter" as const : undefined);
+  // A blocked sender's files are removed (withFiles); the filter's hold keeps them, as accept does.
   const accepted = held === undefined
     ? accept(deps, answers, claimFiles(scored, context))
-    : hold(deps, scored, held).then((caseUrl) => answers.success(caseUrl ?? decoyCase(deps)));
+    : hold(deps, held === "filter" ? claimFiles(scored, context) : scored, held)
+      .then(async (caseUrl) =>
+        answers.success(caseUrl ?? await decoyCase(deps, { ts, message: fields.message }))
+      );
   return accepted.catch((error) => internalError(deps.log, request, error, context.style));
 }
 
@@ -399,21 +466,35 @@ function claimFiles(fields: Accepted, context: Context): Accepted {
 
 /**
  * The `case_url` of a success that opened no case (a honeypot hit, a blocked sender's
- * submission: nothing of theirs is kept to show), so it looks like any other: a fresh token's
- * path, which no case has (its page is a `404`). None while cases are off, nor for a follow-up
- * (whose success names no case). A submission the spam filter held has a real case.
+ * submission), so it looks like any other: a decoy's page (lib/cases/decoy.ts), which reads like
+ * a real one, showing `first` (the sender's message), and takes writing that reaches nobody.
+ * None while cases are off, nor for a follow-up or a write-back to a decoy (whose success names
+ * no case). A submission the spam filter held has a real case. Never rejects: when the decoy
+ * cannot be made (its key unread), logged `decoy_failed` and a fresh token's path (a `404`).
  */
-function decoyCase(deps: ContactDeps): string | undefined {
-  return deps.cases === undefined || deps.followUp !== undefined ? undefined : casePath(newToken());
+async function decoyCase(
+  deps: ContactDeps,
+  first: { ts: string; message: string } | undefined,
+): Promise<string | undefined> {
+  const { cases } = deps;
+  if (cases === undefined || deps.followUp !== undefined || deps.decoy !== undefined) {
+    return undefined;
+  }
+  try {
+    return casePath(await cases.decoy(first));
+  } catch (error) {
+    deps.log("error", { event: "decoy_failed", error: describeError(error) });
+    return casePath(newToken());
+  }
 }
 
 /**
  * A valid submission from a blocked sender (or held by the spam filter): not queued, not sent,
  * no outbox line; its backup record is written (`"held":"spam"` and the block), and it is
  * answered as a success (the caller answers), like a honeypot hit. One the filter held is kept
- * with a real case opened in the same transaction: resolves with its page's path (`undefined`:
- * none, a decoy is answered). Logged as `held_spam` (with its id and the kind of block, never
- * the key), tallied like the refusals.
+ * with a real case opened and its files kept in the same transaction (its record lists them):
+ * resolves with its page's path (`undefined`: none, a decoy is answered). Logged as `held_spam`
+ * (with its id and the kind of block, never the key), tallied like the refusals.
  */
 async function hold(
   deps: ContactDeps,
@@ -435,12 +516,13 @@ async function hold(
     stored = false;
     deps.log("error", { event: "backup_write_failed", id, error: describeError(error) });
   }
+  const { spamFeatures, ...kept } = fields;
   const submission = {
-    ...fields,
+    ...kept,
     id,
     ...(deps.followUp === undefined ? {} : { followUp: deps.followUp }),
   };
-  const caseUrl = block === "filter" ? await _keepHeld(deps, submission) : undefined;
+  const caseUrl = block === "filter" ? await _keepHeld(deps, submission, spamFeatures) : undefined;
   deps.onStorage(stored);
   const by = block === "filter" ? "filter" : block.kind;
   deps.log("info", { event: "contact", status: 200, result: "held_spam", id, block: by });
@@ -451,17 +533,24 @@ async function hold(
 /**
  * A submission the learned spam filter held (`SPAM_FILTER=hold`): kept for its release from the
  * chat (`/held`) with its case opened (a follow-up: posted to its case) in the same transaction,
- * so its page shows it as any other's and the hold is not revealed; and its lesson for what a
- * release teaches. Resolves with its case's path (none for a follow-up, nor while cases are
- * off); a failure is logged (`spam_hold_failed`), the record stays and a decoy is answered.
+ * so its page shows it as any other's and the hold is not revealed; its lesson for what a release
+ * teaches (`features`: those it was scored by); and its files' rows, named as kept, as an
+ * accepted submission's (sent after its notification once released; retention, `forget` and
+ * `export --files` reach them while held). Resolves with its case's path (none for a follow-up,
+ * nor while cases are off); a failure is logged (`spam_hold_failed`), the record stays and a
+ * decoy is answered.
  */
 async function _keepHeld(
   deps: ContactDeps,
   submission: OutboxSubmission,
+  features: readonly string[] | undefined,
 ): Promise<string | undefined> {
   try {
-    const { calls, caseUrl } = await writtenWith(deps, submission);
-    await deps.spam?.keepHeld(submission, submission.spamScore ?? 1, calls);
+    const { calls, caseUrl } = await writtenWith(deps, submission, features);
+    // Its release sends it unmarked (without its score): its files are not sent silently either.
+    const { spamScore: _score, ...unscored } = submission;
+    const files = await keptFiles(deps, unscored);
+    await deps.spam?.keepHeld(submission, submission.spamScore ?? 1, [...calls, ...files]);
     return caseUrl;
   } catch (error) {
     deps.log("error", {
@@ -490,6 +579,23 @@ export function internalError(
 ): Response {
   log("error", { event: "internal_error", status: 500, error: describeError(error) });
   return answersOf(style).error("internal");
+}
+
+/**
+ * A body whose client went away before its end (lib/http/client_gone.ts `clientGone`: a closed
+ * tab, a phone losing its signal, a reset): not an error of contactd's, logged `upload_abandoned`
+ * (info, its read's error, nothing of the request) rather than `internal_error`; a post's files
+ * are removed as for any refusal. Answered `400 code` (the body never reached its end), which
+ * nobody is left to read, with `Connection: close`.
+ */
+function abandoned(
+  log: Logger,
+  style: AnswerStyle,
+  code: "invalid_multipart" | "invalid_body",
+  error: unknown,
+): Response {
+  log("info", { event: "upload_abandoned", error: describeError(error) });
+  return answersOf(style).error(code, { headers: { connection: "close" } });
 }
 
 /** Where the page that posted is (lib/form/redirect.ts), for a form's relative targets. */

@@ -4,6 +4,7 @@
  * @module
  */
 import type { InvalidCode } from "../form/submission.ts";
+import type { FollowUpRefusal } from "../storage/store.ts";
 
 /** Every error code an answer can carry. */
 export type ErrorCode =
@@ -19,6 +20,7 @@ export type ErrorCode =
   | "challenge_failed"
   | "challenge_unavailable"
   | "request_timeout"
+  | "stopping"
   | "delivery_failed"
   | "not_configured"
   | "case_closed"
@@ -87,6 +89,10 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
     message: "The spam check cannot be made right now; your message was not sent, try again later.",
   },
   request_timeout: { status: 408, message: "The request body took too long to arrive." },
+  stopping: {
+    status: 503,
+    message: "The service is restarting; your message was not sent. Send it again in a moment.",
+  },
   delivery_failed: {
     status: 502,
     message:
@@ -109,4 +115,15 @@ export const ERRORS: Readonly<Record<ErrorCode, ErrorMeaning>> = {
       "Your messages are waiting for an answer: you can write again once the reply has come.",
   },
   internal: { status: 500, message: "Something went wrong; your message was not accepted." },
+};
+
+/**
+ * The code of a follow-up the database refused as it committed (lib/storage/store.ts
+ * `followUpRefusal`: a post that raced past the case page's own check), answered as that check
+ * would: a case gone meanwhile (erased, expired) is `not_found` like any unknown page, one that
+ * waits for the owner's reply `case_waiting`.
+ */
+export const FOLLOW_UP_REFUSALS: Readonly<Record<FollowUpRefusal, ErrorCode>> = {
+  case_gone: "not_found",
+  case_waiting: "case_waiting",
 };

@@ -6,6 +6,7 @@
  * @module
  */
 import { BODY_LIMIT, BODY_TIMEOUT_MS } from "./body.ts";
+import { clientGone } from "./client_gone.ts";
 import type { ErrorCode } from "./errors.ts";
 import { MAX_PARTS } from "../form/multipart.ts";
 import { MAX_FILES, readMultipartStream, type ReceivedFile } from "../files/multipart_stream.ts";
@@ -45,7 +46,9 @@ export type FilesPost =
     readonly pairs?: [string, string][];
     /** The body was left unread: the connection is to close. */
     readonly unread?: boolean;
-  };
+  }
+  /** The client went away mid-body (lib/http/client_gone.ts): its read's `error`. */
+  | { readonly kind: "abandoned"; readonly error: unknown };
 
 /** The sentence of a post whose files pass `maxBytes`. */
 export function tooLargeMessage(maxBytes: number): string {
@@ -71,7 +74,9 @@ export function sizeText(bytes: number): string {
 
 /**
  * Reads `request`'s multipart body with its files (a declared length over the text's 16 KiB plus
- * the files' budget is refused unread), the files written to the spool under `prefix`.
+ * the files' budget is refused unread), the files written to the spool under `prefix`. A body
+ * whose client went away mid-body is `abandoned`; any other failure is thrown. Either way its
+ * files are removed.
  */
 export async function readFilesPost(
   request: Request,
@@ -115,6 +120,9 @@ export async function readFilesPost(
           unread: true,
         }
         : { kind: "refused", code: "payload_too_large", unread: true };
+    case "read_failed":
+      if (clientGone(read.error)) return { kind: "abandoned", error: read.error };
+      throw read.error;
     case "invalid":
       return {
         kind: "refused",

@@ -21,7 +21,10 @@ import { CASE_PREFIX } from "../cases/token.ts";
 export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allowedOrigins"> & {
   /** `ALLOWED_ORIGINS`; empty or absent means no CORS and no `Origin` check. */
   readonly allowedOrigins?: readonly string[];
-  /** Body-read deadlines; default: one shared 10 s signal per second of arrival. */
+  /**
+   * Body-read deadlines; default: one shared 10 s signal per second of arrival, each ending at
+   * the stop too (`stopping`).
+   */
   readonly bodyDeadline?: ContactDeps["bodyDeadline"];
   /**
    * `FORMS`: the extra forms, each served at `POST /api/contact/<id>` with its own
@@ -52,6 +55,11 @@ export type HandlerDeps = Omit<ContactDeps, "onStorage" | "bodyDeadline" | "allo
   readonly cases?: CaseDesk | undefined;
   /** The budget of case page reads; default {@linkcode casePageLimiter}'s. */
   readonly caseLimiter?: RateLimiter | undefined;
+  /**
+   * Whether the database is lost (its worker ended: lib/storage/store.ts `WorkerStore`): health
+   * is not `ok` from then on, while the service stops. Absent: never.
+   */
+  readonly databaseLost?: () => boolean;
 };
 
 /**
@@ -75,8 +83,8 @@ export type Handler = (request: Request, info: PeerInfo) => Response | Promise<R
 
 /**
  * The health answer: `200` when `ok`, else `503` (monitoring tools read the status first), never
- * cached. `ok` is false while the backup file or outbox cannot be written, and while delivery is
- * paused (a settings problem, or the messenger not set).
+ * cached. `ok` is false while the backup file or outbox cannot be written (or the database is
+ * lost), and while delivery is paused (a settings problem, or the messenger not set).
  */
 export function healthOf(
   storageOk: boolean,
@@ -91,14 +99,17 @@ export function healthOf(
   };
 }
 
-/** Builds the request handler. Health `ok` is false while the backup file cannot be written. */
+/**
+ * Builds the request handler. Health `ok` is false while the backup file cannot be written, and
+ * once the database is lost.
+ */
 export function createHandler(deps: HandlerDeps): Handler {
   let storageOk = true;
   const allowedOrigins = deps.allowedOrigins ?? [];
   const contactDeps: ContactDeps = {
     ...deps,
     allowedOrigins,
-    bodyDeadline: deps.bodyDeadline ?? sharedDeadline(BODY_TIMEOUT_MS),
+    bodyDeadline: deps.bodyDeadline ?? sharedDeadline(BODY_TIMEOUT_MS, 1000, deps.stopping),
     proxyNotice: deps.proxyNotice ?? new ProxyNotice(),
     onStorage: (ok) => (storageOk = ok),
   };
@@ -164,7 +175,11 @@ export function createHandler(deps: HandlerDeps): Handler {
         return errorResponse("method_not_allowed", { headers: { allow: methods.join(", ") } });
       }
       if (path === "/api/health") {
-        const health = healthOf(storageOk, deps.queue !== undefined, deps.deliveryStatus?.());
+        const health = healthOf(
+          storageOk && deps.databaseLost?.() !== true,
+          deps.queue !== undefined,
+          deps.deliveryStatus?.(),
+        );
         return jsonResponse(health.status, health.body, NO_STORE);
       }
       if (path === "/" && examplePage !== undefined) {

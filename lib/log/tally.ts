@@ -32,6 +32,8 @@ const TALLIED_RESULTS: ReadonlySet<unknown> = new Set([
   "case_not_found",
   "case_closed",
   "case_waiting",
+  // Written back on a decoy's page (a honeypot hit's, a blocked sender's): a bot's flood too.
+  "decoy_follow_up",
 ]);
 
 /**

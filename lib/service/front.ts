@@ -28,6 +28,8 @@ export interface FrontIO {
   readonly log: Logger;
   /** Told of each POST held as spam or refused by the rate limiter (`/status`'s counts). */
   readonly count: (what: "held_spam" | "rate_limited") => void;
+  /** Aborts at the stop: the bodies still arriving end (lib/http/drain.ts `Drain.signal`). */
+  readonly stopping?: AbortSignal;
 }
 
 /** The challenge `config` asks for, if any; warns about Turnstile's test secrets. */
@@ -81,6 +83,7 @@ export function buildHandler(
     append: (line) => backup.append(line),
     log: io.log,
     count: io.count,
+    ...(io.stopping === undefined ? {} : { stopping: io.stopping }),
     blocks,
     ...(spam === undefined ? {} : { spam: acceptSpam(config, spam) }),
     allowedOrigins: config.allowedOrigins,
@@ -98,5 +101,6 @@ export function buildHandler(
       ...(queue?.status() ?? { state: "paused", reason: "not_configured" }),
       pending: outbox.pendingCount,
     }),
+    databaseLost: state.store.isLost,
   });
 }

@@ -19,6 +19,7 @@ import type { Settings } from "../config/settings.ts";
 import type { DeliveryClock } from "../delivery/queue.ts";
 import { EXAMPLE_PAGE_URL } from "../config/example_page.ts";
 import type { Handler } from "../http/handler.ts";
+import { Drain } from "../http/drain.ts";
 import { keepServing, type KeptServing, pause, type Serving } from "../http/keep_serving.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { SUMMARY_INTERVAL_MS, tallyRefusals } from "../log/tally.ts";
@@ -113,7 +114,13 @@ export async function startService(
   });
   // Disposed at the end of this function unless moved into the running service.
   await using stack = new AsyncDisposableStack();
-  const stopper = _listenForStops(io, stack.use(new AsyncDisposableStack()));
+  // The requests in flight, their bodies ended at the stop, the wait for the server bounded.
+  const drain = new Drain({
+    setTimer: (fn, ms) => io.clock.setTimer(fn, ms),
+    clearTimer: (handle) => io.clock.clearTimer(handle),
+    log,
+  });
+  const stopper = _listenForStops(io, stack.use(new AsyncDisposableStack()), drain);
   const state = await openState(
     config,
     {
@@ -152,19 +159,21 @@ export async function startService(
     examplePage,
     botCheck,
     spam,
+    drain.signal,
   );
   stopper.started(running);
-  const server = _listen(config, io, running.handler, running.bot);
+  const server = _listen(config, io, drain.track(running.handler), running.bot);
   if (server === undefined) return undefined;
   stopper.listening(server);
   const owned = stack.move();
+  const finished = drain.bounded(server.finished).then(() => {});
   return {
-    finished: server.finished,
+    finished,
     stop: stopper.stop,
     stoppedBy: stopper.reason,
     async [Symbol.asyncDispose]() {
       stopper.stop("disposed");
-      await server.finished;
+      await finished;
       await owned.disposeAsync();
       log("info", { event: "stopped" });
     },
@@ -239,6 +248,7 @@ async function _assemble(
   examplePage: Uint8Array | undefined,
   botCheck: ReturnType<typeof getMe> | undefined,
   spam: SpamFilter,
+  stopping: AbortSignal,
 ): Promise<Assembled> {
   const { clock } = io;
   // What contactd forget erased is remembered while senders may still wait.
@@ -293,7 +303,7 @@ async function _assemble(
   }
   const handler = buildHandler(
     config,
-    { fetch: io.fetch, clock, log, count: (what) => recent.add(what, clock.now()) },
+    { fetch: io.fetch, clock, log, count: (what) => recent.add(what, clock.now()), stopping },
     state,
     delivery?.queue,
     forgotten,
@@ -380,7 +390,11 @@ interface Stopper {
  * flight must find them, not the default action (exit 143). They are listened for before
  * anything is opened, and so before the port is: a stop during start-up is graceful too.
  */
-function _listenForStops(io: ServiceIO, listeners: AsyncDisposableStack): Stopper {
+function _listenForStops(
+  io: ServiceIO,
+  listeners: AsyncDisposableStack,
+  drain: Drain,
+): Stopper {
   const signals = serviceSignals(io.os);
   // A file-size limit (RLIMIT_FSIZE, systemd LimitFSIZE=) must fail the write, not kill the
   // process: with SIGXFSZ handled before any file is opened, the write returns EFBIG and the
@@ -392,10 +406,13 @@ function _listenForStops(io: ServiceIO, listeners: AsyncDisposableStack): Stoppe
   const halt = () => {
     // Waiting senders are answered now ("saved, will be delivered"): what is left stays in the
     // outbox for the next start. A call in flight is waited for (at most stopWaitMs), so its
-    // sender gets the real answer. shutdown() stops accepting and waits for in-flight requests
-    // (and their records); the disposer awaits the queue's close before closing the database.
+    // sender gets the real answer. The bodies still arriving end (uploads too: their files
+    // removed, answered 503). shutdown() stops accepting and waits for in-flight requests (and
+    // their records), for a bounded time (lib/http/drain.ts); the disposer awaits the queue's
+    // close before closing the database.
     void running?.delivery?.queue.close(); // never rejects; the disposer awaits it
     void running?.inbox?.close(); // the long poll ends at once; never rejects
+    drain.stop();
     server?.shutdown();
   };
   const stop = (reason: StopReason) => {

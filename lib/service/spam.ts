@@ -51,8 +51,8 @@ export function scoringFilter(config: Config, filter: SpamFilter): SpamFilter | 
 /** What the POST path asks of `filter` under `SPAM_FILTER` (`config.spamFilter`). */
 export function acceptSpam(config: Config, filter: SpamFilter): AcceptSpam {
   return {
-    score: (submission) => filter.score(submission),
-    lesson: (submission) => filter.lesson(submission),
+    score: (submission) => filter.scored(submission),
+    lesson: (submission, features) => filter.lesson(submission, features),
     keepHeld: (submission, spamScore, also) => filter.hold(submission, spamScore, also),
     hold: config.spamFilter === "hold",
   };

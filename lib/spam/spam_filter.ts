@@ -33,6 +33,14 @@ export interface FilterSubmission extends TokenSource {
   readonly ts: string;
 }
 
+/** A submission's score and the features it was scored by ({@linkcode SpamFilter.scored}). */
+export interface Scored {
+  /** `undefined` while the model does not score yet. */
+  readonly score: number | undefined;
+  /** Its features (lib/learn/features.ts): what its lesson keeps. */
+  readonly features: readonly string[];
+}
+
 /** A held submission as `/held` lists it: no text of the sender's. */
 export interface HeldItem {
   readonly id: string;
@@ -115,16 +123,32 @@ export class SpamFilter {
    */
   score(submission: TokenSource): number | undefined {
     if (!ready(this.#model)) return undefined;
-    return Math.round(score(this.#model, features(submission)) * 1000) / 1000;
+    return this.#scoreOf(features(submission));
   }
 
-  /** The call that keeps what `submission` would teach (its lesson). */
-  lesson(submission: FilterSubmission): StoreCall {
-    return call("spam.keep", {
-      submission: submission.id,
-      ts: submission.ts,
-      tokens: features(submission),
-    });
+  /**
+   * {@linkcode SpamFilter.score} with the features it scored (lib/learn/features.ts), computed
+   * once: {@linkcode SpamFilter.lesson} takes them, so an accepted submission's lesson keeps
+   * exactly what it was scored by. The features come even while the model does not score.
+   */
+  scored(submission: TokenSource): Scored {
+    const found = features(submission);
+    return { score: ready(this.#model) ? this.#scoreOf(found) : undefined, features: found };
+  }
+
+  #scoreOf(found: readonly string[]): number {
+    return Math.round(score(this.#model, found) * 1000) / 1000;
+  }
+
+  /**
+   * The call that keeps what `submission` would teach (its lesson): `tokens`, the features it was
+   * scored by ({@linkcode SpamFilter.scored}); absent, computed here.
+   */
+  lesson(
+    submission: FilterSubmission,
+    tokens: readonly string[] = features(submission),
+  ): StoreCall {
+    return call("spam.keep", { submission: submission.id, ts: submission.ts, tokens });
   }
 
   /**

@@ -208,6 +208,16 @@ export interface ErasureDeps {
   readonly onChatDeletions?: (deletions: ChatDeletion[]) => void;
   /** The other files beside the backup file, each asked to forget too. */
   readonly extra?: readonly KeptFile[];
+  /**
+   * Told, right before the rewritten backup file takes its place, what is removed by then (its
+   * records, and the pending submissions given up before) and the new file's identity
+   * (`dev:ino`): noted durably, it lets a run again after a crash right after the rename say what
+   * this one removed (lib/storage/forget_request.ts). A rejection stops the erasure there.
+   */
+  readonly beforeRename?: (
+    removed: { readonly records: number; readonly pending: number },
+    identity: string,
+  ) => Promise<void>;
 }
 
 /**
@@ -293,7 +303,15 @@ export async function erase(
   };
   const { removed } = await deps.appender.exclusive(async () => {
     if (!dryRun) await removeIfPresent(deps.fs, rewritePath(deps.path));
-    return await rewriteBackup(deps.fs, deps.path, keep, deps.log, dryRun);
+    const noted = deps.beforeRename;
+    return await rewriteBackup(
+      deps.fs,
+      deps.path,
+      keep,
+      deps.log,
+      dryRun,
+      noted && ((outcome, identity) => noted({ records: outcome.removed, pending }, identity)),
+    );
   });
   // Follow-ups still waiting of a case found only in the backup file (a contact or an address
   // named its first submission): given up and gone too.

@@ -21,6 +21,7 @@ import {
   parseForgetMatch,
 } from "./erasure.ts";
 import { searchBackupFromStart } from "./recovery.ts";
+import { fileIdentity } from "./file_system.ts";
 import type { Store } from "./store.ts";
 
 /** How often a running service looks for a request. */
@@ -40,6 +41,20 @@ export interface ForgetRequest {
   readonly nonce: string;
   readonly match: ForgetMatch;
   readonly dryRun: boolean;
+  /**
+   * What a run of it that a crash interrupted had removed, noted right before its rewritten
+   * backup file took the old one's place (`file`: that file's `dev:ino`): counted in the answer
+   * of the run again, which finds none of it: its pending submissions (given up before), and its
+   * records if the backup file is that file (the rename was done).
+   */
+  readonly done?: ForgetDone;
+}
+
+/** What an interrupted run of a request removed by its rename (see {@linkcode ForgetRequest}). */
+export interface ForgetDone {
+  readonly records: number;
+  readonly pending: number;
+  readonly file: string;
 }
 
 /** The `requests` row kind of a forget. */
@@ -55,8 +70,14 @@ export type ForgetAnswer =
 
 /** A request as its row holds it. */
 export function encodeRequest(request: ForgetRequest): string {
-  const { nonce, match, dryRun } = request;
-  return JSON.stringify({ nonce, by: match.by, value: match.value, dry_run: dryRun }) + "\n";
+  const { nonce, match, dryRun, done } = request;
+  return JSON.stringify({
+    nonce,
+    by: match.by,
+    value: match.value,
+    dry_run: dryRun,
+    ...(done === undefined ? {} : { done }),
+  }) + "\n";
 }
 
 /** The request in a row's text, or why it is not one. */
@@ -72,7 +93,15 @@ export function parseRequest(text: string): ForgetRequest | { readonly error: st
   }
   const match = parseForgetMatch(value.by as ForgetMatch["by"], value.value);
   if ("error" in match) return match;
-  return { nonce: value.nonce, match, dryRun: value.dry_run };
+  const done = value.done;
+  const noted = isRecord(done) && Number.isSafeInteger(done.records) &&
+    Number.isSafeInteger(done.pending) && typeof done.file === "string";
+  return {
+    nonce: value.nonce,
+    match,
+    dryRun: value.dry_run,
+    ...(noted ? { done: done as unknown as ForgetDone } : {}),
+  };
 }
 
 /** An answer as its row holds it (the outcome's counts as keys beside `nonce` and `ok`). */
@@ -153,7 +182,7 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
     answer = { nonce, ok: false, error: `invalid request: ${request.error}` };
   } else {
     try {
-      const outcome = await erase(deps, request.match, request.dryRun);
+      const outcome = await _eraseNoted(deps, row.seq, request);
       log("info", {
         event: "forget",
         by: request.match.by,
@@ -176,6 +205,62 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
   await store.checkpoint().catch((error) =>
     log("error", { event: "database_checkpoint_failed", error: describeError(error) })
   );
+}
+
+/**
+ * The erasure `request` (row `seq`) asks for, what it removed noted in its row right before its
+ * backup file's rename; its outcome counts what an earlier run a crash interrupted had removed
+ * (`request.done`), which this one cannot find any more.
+ */
+async function _eraseNoted(
+  deps: ForgetServiceDeps,
+  seq: number,
+  request: ForgetRequest,
+): Promise<ErasureOutcome> {
+  const earlier = await _earlier(deps, request.done);
+  const outcome = await erase(
+    {
+      ...deps,
+      beforeRename: (removed, file) =>
+        deps.store.run("requests.progress", {
+          seq,
+          body: encodeRequest({
+            ...request,
+            done: {
+              records: earlier.records + removed.records,
+              pending: earlier.pending + removed.pending,
+              file,
+            },
+          }),
+        }),
+    },
+    request.match,
+    request.dryRun,
+  );
+  return {
+    ...outcome,
+    records: outcome.records + earlier.records,
+    pending: outcome.pending + earlier.pending,
+  };
+}
+
+/**
+ * What an interrupted run removed: the pending submissions it gave up (committed before its
+ * note), and its records if the backup file is the one it renamed into place (else the rename
+ * never came, and this run removes them again).
+ */
+async function _earlier(
+  deps: Pick<ForgetServiceDeps, "fs" | "path">,
+  done: ForgetDone | undefined,
+): Promise<{ records: number; pending: number }> {
+  if (done === undefined) return { records: 0, pending: 0 };
+  let renamed = false;
+  try {
+    renamed = done.file !== "" && fileIdentity(await deps.fs.lstat(deps.path)) === done.file;
+  } catch {
+    // No backup file: that run's is gone, and what it removed cannot be told.
+  }
+  return { records: renamed ? done.records : 0, pending: done.pending };
 }
 
 /** What the command's side needs. */

@@ -100,6 +100,15 @@ export interface RewriteOutcome {
   readonly removed: number;
 }
 
+/**
+ * Told what a rewrite removed, and the new file's identity (`dev:ino`, lib/storage/file_system.ts
+ * `fileIdentity`), once it is written and synced and before it takes the backup file's place:
+ * what is noted of it must be durable before the rename, since a crash right after leaves the
+ * file rewritten and a run again finds nothing to remove. A rejection stops the rewrite (the old
+ * file stays).
+ */
+export type BeforeRename = (outcome: RewriteOutcome, identity: string) => Promise<void>;
+
 /** How many bytes of kept lines are gathered before one write to the temporary file. */
 const WRITE_BATCH = 1 << 20;
 
@@ -111,9 +120,10 @@ const WRITE_BATCH = 1 << 20;
  * and writes every kept line after it, as its bytes, to the temporary file. A line longer than
  * {@linkcode MAX_LINE_BYTES} is damaged: kept, copied without being held, and logged
  * (`backup_line_oversized`, how many). Nothing is written when nothing goes, or with `dryRun`;
- * no file is nothing to do. Rejects, with the old file in place and the temporary file removed,
- * when a step before the rename fails; a failed cleanup (`backup_rewrite_cleanup_failed`) or
- * directory sync (`backup_directory_sync_failed`) is logged.
+ * no file is nothing to do. `beforeRename` is told what goes right before the rename. Rejects,
+ * with the old file in place and the temporary file removed, when a step before the rename
+ * fails; a failed cleanup (`backup_rewrite_cleanup_failed`) or directory sync
+ * (`backup_directory_sync_failed`) is logged.
  */
 export async function rewriteBackup(
   fs: RewriteFs,
@@ -121,6 +131,7 @@ export async function rewriteBackup(
   keep: (line: string) => boolean,
   log: Logger,
   dryRun = false,
+  beforeRename?: BeforeRename,
 ): Promise<RewriteOutcome> {
   let source: StorageFile;
   try {
@@ -145,6 +156,7 @@ export async function rewriteBackup(
         path,
         log,
         (out) => _copyKept(source, out, first.at, keep).finally(close),
+        beforeRename,
       );
       oversized += outcome.oversized;
     }
@@ -298,11 +310,12 @@ async function _copyBytes(
  * exclusively, given `path`'s owner and mode), written by `fill`, synced, renamed over `path`,
  * the directory synced; returns what `fill` did.
  */
-async function _replace<T>(
+async function _replace<T extends RewriteOutcome>(
   fs: RewriteFs,
   path: string,
   log: Logger,
   fill: (out: StorageFile) => Promise<T>,
+  beforeRename?: BeforeRename,
 ): Promise<T> {
   const owner = await fs.owner(path);
   const temporary = rewritePath(path);
@@ -321,6 +334,12 @@ async function _replace<T>(
       }
       outcome = await fill(out);
       await out.syncData();
+      if (beforeRename !== undefined) {
+        await beforeRename(
+          { kept: outcome.kept, removed: outcome.removed },
+          fileIdentity(await out.stat()),
+        );
+      }
     } finally {
       out.close();
     }

@@ -19,10 +19,12 @@ import type { DatabaseSync } from "node:sqlite";
 import { checkpoint, openDatabase } from "./sqlite/database.ts";
 import { type OpArgs, type OpName, type OpResult, runBatch } from "./sqlite/operations.ts";
 import type { ErrorShape, FromWorker, OpCall, ToWorker } from "./sqlite/_protocol.ts";
+import type { FollowUpRefusal } from "./sqlite/cases_sql.ts";
 import { errorShape } from "./sqlite/_protocol.ts";
 import workerBundle from "./sqlite/worker_bundle.json" with { type: "json" };
 
 export type { OpArgs, OpName, OpResult } from "./sqlite/operations.ts";
+export type { FollowUpRefusal } from "./sqlite/cases_sql.ts";
 
 export { databasePath } from "../common/state_files.ts";
 /**
@@ -71,11 +73,17 @@ export interface WorkerStore extends Store {
   readonly opened: StoreOpened;
   /** Settles (never rejects) with the error when the worker has ended unasked. */
   readonly lost: Promise<Error>;
+  /** Whether the worker has ended unasked (`lost` settled): nothing can be stored any more. */
+  readonly isLost: () => boolean;
 }
 
 /** An operation failed in the database (or the store could not be used). */
 export class StoreError extends Error {
-  /** `DatabaseRefused`'s reason (`link`, `not_file`, `damaged`, `newer`), when refused. */
+  /**
+   * `DatabaseRefused`'s reason (`link`, `not_file`, `damaged`, `newer`), when refused; a
+   * follow-up's refusal (`FollowUpRefused`: `case_gone`, `case_waiting`; read it with
+   * {@linkcode followUpRefusal}).
+   */
   readonly reason: string | undefined;
   /** SQLite's result code, when SQLite failed (13: the disk is full). */
   readonly errcode: number | undefined;
@@ -86,6 +94,15 @@ export class StoreError extends Error {
     this.reason = shape.reason;
     this.errcode = shape.errcode;
   }
+}
+
+/**
+ * Why the database refused a follow-up, when `error` is that refusal (`cases.followUp` in
+ * lib/storage/sqlite/cases_sql.ts); else `undefined`.
+ */
+export function followUpRefusal(error: unknown): FollowUpRefusal | undefined {
+  if (!(error instanceof StoreError) || error.name !== "FollowUpRefused") return undefined;
+  return error.reason === "case_gone" || error.reason === "case_waiting" ? error.reason : undefined;
 }
 
 /** SQLite's `SQLITE_FULL`: the disk (or a file-size limit) is full. */
@@ -139,6 +156,7 @@ class _WorkerClient {
   #onClosed: (() => void) | undefined;
   #onLost!: (error: Error) => void;
   readonly lost = new Promise<Error>((resolve) => this.#onLost = resolve);
+  #isLost = false;
 
   constructor(
     worker: Worker,
@@ -158,6 +176,10 @@ class _WorkerClient {
         onOpenFailed(new StoreError(message.error));
       } else if (message.kind === "closed") {
         this.#onClosed?.();
+      } else if (message.kind === "crashed") {
+        const error = new StoreError(message.error);
+        if (!open) onOpenFailed(error);
+        this.#end(error, open);
       } else {
         const waiting = this.#waiting.get(message.id);
         this.#waiting.delete(message.id);
@@ -181,6 +203,7 @@ class _WorkerClient {
     return {
       opened,
       lost: this.lost,
+      isLost: () => this.#isLost,
       run: async (op, args) => (await this.request([{ op, args }]))[0] as never,
       transaction: (calls) => this.request(calls),
       checkpoint: async () => {
@@ -225,7 +248,10 @@ class _WorkerClient {
     for (const waiting of this.#waiting.values()) waiting.reject(error);
     this.#waiting.clear();
     this.#worker.terminate();
-    if (lost) this.#onLost(error);
+    if (lost) {
+      this.#isLost = true;
+      this.#onLost(error);
+    }
   }
 }
 

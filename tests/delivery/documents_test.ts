@@ -131,6 +131,20 @@ Deno.test("a file Telegram refuses becomes a line in the chat, and a failure is 
   });
 });
 
+Deno.test("a file whose notification is still in the outbox is not given up however old: a held submission released late gets its files", async () => {
+  await withSender([], async ({ sender, store, sent, entries, clock }) => {
+    await store.run("files.add", { files: [row("late", 0)] });
+    clock.wall += 30 * 86_400_000;
+    // Released from /held a month after it came: its notification is in the outbox, on its way.
+    await store.run("outbox.add", { id: "late", ts: TS, submission: "{}" });
+    assert.equal(await sender.round(), 0);
+    assert.equal((await store.run("files.of", { id: "late" }))[0]!.state, "waiting");
+    entries.set("late", entry("late"));
+    assert.equal(await sender.round(), 1);
+    assert.equal(sent[0]?.extra.replyTo, 7);
+  });
+});
+
 Deno.test("a file whose notification was never sent is given up after DELIVERY_MAX_AGE", async () => {
   await withSender([], async ({ sender, store, sent, clock }) => {
     await store.run("files.add", { files: [row("old", 0)] });

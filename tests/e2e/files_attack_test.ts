@@ -186,30 +186,19 @@ Deno.test("e2e: kill -9 after the text reached the chat but before its document:
   });
 });
 
-Deno.test(
-  "e2e: an upload the client abandons is logged under its own event, not as an internal error",
-  {
-    // FINDING (low): a client that closes the connection mid-upload (a phone losing signal, a
-    // closed tab; anyone, at will) is logged `level: error`, `event: internal_error`, status 500
-    // ("BadResource: Cannot read request body…"): the read error is rethrown by
-    // readMultipartStream and answered by contact.ts's internalError. With files an upload lasts
-    // minutes, so it is common, and it drowns real internal errors. Fix: files_post.ts (or
-    // contact.ts withFiles) tells a failed body read apart (Deno.errors.BadResource,
-    // ConnectionReset, Interrupted) and logs it as e.g. `upload_abandoned` at info.
-    ignore: true,
-  },
-  async () => {
-    await withService({ ATTACHMENTS: "5MB" }, async (service) => {
-      const spool = `${service.file}.files`;
-      const conn = await startUpload(service, 300_000);
-      await waitFor(() => filesIn(spool).length === 1, 15_000, "the upload spooled");
-      conn.close();
-      await waitFor(() => filesIn(spool).length === 0, 15_000, "the abandoned upload removed");
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      assert.deepEqual(service.logs().filter((line) => line.level === "error"), []);
-    });
-  },
-);
+// Found by attack: a client closing the connection mid-upload was logged internal_error (500).
+Deno.test("e2e: an upload the client abandons is logged under its own event, not as an internal error", async () => {
+  await withService({ ATTACHMENTS: "5MB" }, async (service) => {
+    const spool = `${service.file}.files`;
+    const conn = await startUpload(service, 300_000);
+    await waitFor(() => filesIn(spool).length === 1, 15_000, "the upload spooled");
+    conn.close();
+    await waitFor(() => filesIn(spool).length === 0, 15_000, "the abandoned upload removed");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(service.logs().filter((line) => line.level === "error"), []);
+    assert.equal(service.logs().filter((line) => line.event === "upload_abandoned").length, 1);
+  });
+});
 
 /** The peak resident memory of process `pid` so far (VmHWM), MiB (by `cat`: /proc needs -A). */
 async function peakMiB(pid: number): Promise<number> {
@@ -298,34 +287,50 @@ Deno.test("e2e: an upload that stalls past its deadline is answered 408 with not
   });
 });
 
-Deno.test(
-  "e2e: SIGTERM stops the service within 15 s while a client holds an upload's connection open",
-  {
-    // FINDING (medium; not the files' alone): a client that opens a POST and keeps the
-    // connection open holds a graceful stop (SIGTERM: server.shutdown() waits for the request
-    // in flight). With ATTACHMENTS an upload may legitimately last its whole deadline, 10 s plus
-    // one second per 64 KiB (50MiB: about 14 minutes), and any client can stall one at will:
-    // the service logs `stopping` and goes on running, until systemd's TimeoutStopSec kills it
-    // (SIGKILL: waiting senders unanswered). Seen also without files: a body refused unread
-    // (413, `Connection: close`) whose client keeps the socket open kept the service from
-    // exiting for over 150 s. Fix (lib/service/service.ts, lib/http/files_post.ts): on stop, end
-    // the uploads in flight (their files removed, answered 503) and bound the drain.
-    ignore: true,
-  },
-  async () => {
-    await withRestarts(CHAT_ID, async (start) => {
-      const service = await start({ ATTACHMENTS: "5MB" });
-      const conn = await startUpload(service, 100_000);
-      await waitFor(() => filesIn(`${service.file}.files`).length === 1, 15_000, "spooled");
-      const started = Date.now();
-      service.process.kill("SIGTERM");
-      const stopped = await Promise.race([
-        service.process.status.then(() => true),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 15_000)),
-      ]);
-      conn.close();
-      assert.ok(stopped, `still running ${Date.now() - started} ms after SIGTERM`);
-      assert.deepEqual(filesIn(`${service.file}.files`), []);
-    });
-  },
-);
+/** Sends SIGTERM to `process` and asserts it exits within `ms`. */
+async function assertStopsWithin(process: Deno.ChildProcess, ms: number): Promise<void> {
+  const started = Date.now();
+  process.kill("SIGTERM");
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stopped = await Promise.race([
+    process.status.then(() => true),
+    new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms)),
+  ]);
+  clearTimeout(timer);
+  assert.ok(stopped, `still running ${Date.now() - started} ms after SIGTERM`);
+}
+
+// Found by attack: a client holding an upload's connection open held SIGTERM's graceful stop
+// (server.shutdown() waited for it) until systemd's TimeoutStopSec killed the service.
+Deno.test("e2e: SIGTERM stops the service within 15 s while a client holds an upload's connection open", async () => {
+  await withRestarts(CHAT_ID, async (start) => {
+    const service = await start({ ATTACHMENTS: "5MB" });
+    const conn = await startUpload(service, 100_000);
+    await waitFor(() => filesIn(`${service.file}.files`).length === 1, 15_000, "spooled");
+    await assertStopsWithin(service.process, 15_000);
+    conn.close();
+    assert.deepEqual(filesIn(`${service.file}.files`), []);
+    assert.equal((await service.process.status).code, 0);
+    assert.ok(service.logs().some((line) => line.event === "connections_cut"));
+  });
+});
+
+// Found by attack: the same without files, over 150 s.
+Deno.test("e2e: SIGTERM stops the service within 15 s while a client keeps open the connection of a body refused unread (413)", async () => {
+  await withRestarts(CHAT_ID, async (start) => {
+    const service = await start({});
+    const port = Number(new URL(service.url).port);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    await conn.write(encoder.encode(
+      `POST /api/contact HTTP/1.1\r\nHost: example.org\r\nContent-Type: application/json\r\n` +
+        `X-Forwarded-For: 198.51.100.13\r\nContent-Length: 100000\r\n\r\n{"message":"`,
+    ));
+    // Answered at once; the rest of the body is never sent, the connection kept open.
+    const head = new Uint8Array(1024);
+    const read = await conn.read(head);
+    assert.match(new TextDecoder().decode(head.subarray(0, read ?? 0)), /^HTTP\/1\.1 413/);
+    await assertStopsWithin(service.process, 15_000);
+    conn.close();
+    assert.equal((await service.process.status).code, 0);
+  });
+});

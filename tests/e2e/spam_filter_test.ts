@@ -4,8 +4,9 @@
  * it) while it runs; within a second a spammy submission arrives silently
  * (`disable_notification`), its first line saying it looks like spam, with Not spam and Spam
  * buttons, and its record carries `spam_score`; a harmless one arrives as before; both senders
- * are answered alike. With `hold`, a held submission's case page is real; with `off`, a running
- * service's forget still erases what an earlier hold period kept.
+ * are answered alike. With `hold`, a held submission's case page is real, and its file reaches
+ * the chat once it is released; with `off`, a running service's forget still erases what an
+ * earlier hold period kept.
  */
 import assert from "node:assert/strict";
 import { parseConfig } from "../../lib/config/config.ts";
@@ -21,6 +22,7 @@ import {
 } from "../support/service.ts";
 import { databasePath, openLocalStore } from "../../lib/storage/store.ts";
 import { madeUp } from "../support/spam_texts.ts";
+import type { FakeBotApi } from "../support/fake_bot_api.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
@@ -93,6 +95,31 @@ Deno.test("taught by contactd train while it runs, the service marks a spammy su
   });
 });
 
+/** `/held` in the chat, then its one held submission `id`'s release pressed; until it is sent. */
+async function releaseFromChat(fake: FakeBotApi, id: string) {
+  fake.pushUpdate(fake.commandUpdate({ chatId: CHAT_ID, text: "/held" }));
+  await waitFor(
+    () => fake.delivered.some((text) => text.startsWith("Held as spam (1)")),
+    10_000,
+    "the /held list",
+  );
+  const list = fake.calls.find((call) =>
+    call.method === "sendMessage" && String(call.body.text).startsWith("Held as spam")
+  )!;
+  assert.match(String(list.body.text), new RegExp(`#${id} · `));
+  const button = (list.body.reply_markup as { inline_keyboard: { callback_data: string }[][] })
+    .inline_keyboard[0]![0]!;
+  const messageId = [...fake.messages.entries()].find(([, message]) =>
+    message.text.startsWith("Held as spam")
+  )![0].split(":").map(Number)[1]!;
+  fake.pushUpdate(fake.pressUpdate({ chatId: CHAT_ID, messageId, data: button.callback_data }));
+  await waitFor(
+    () => fake.delivered.some((text) => text.startsWith(`New contact message #${id}`)),
+    10_000,
+    "the released notification",
+  );
+}
+
 Deno.test("SPAM_FILTER=hold keeps a spammy submission out of the chat, /held lists it, and one press releases it to the chat", async () => {
   await withService({ SPAM_FILTER: "hold" }, async (service, fake) => {
     const next = madeUp(12);
@@ -111,27 +138,7 @@ Deno.test("SPAM_FILTER=hold keeps a spammy submission out of the chat, /held lis
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(fake.delivered.length, 0, "nothing reached the chat");
 
-    fake.pushUpdate(fake.commandUpdate({ chatId: CHAT_ID, text: "/held" }));
-    await waitFor(
-      () => fake.delivered.some((text) => text.startsWith("Held as spam (1)")),
-      10_000,
-      "the /held list",
-    );
-    const list = fake.calls.find((call) =>
-      call.method === "sendMessage" && String(call.body.text).startsWith("Held as spam")
-    )!;
-    assert.match(String(list.body.text), new RegExp(`#${id} · `));
-    const button = (list.body.reply_markup as { inline_keyboard: { callback_data: string }[][] })
-      .inline_keyboard[0]![0]!;
-    const messageId = [...fake.messages.entries()].find(([, message]) =>
-      message.text.startsWith("Held as spam")
-    )![0].split(":").map(Number)[1]!;
-    fake.pushUpdate(fake.pressUpdate({ chatId: CHAT_ID, messageId, data: button.callback_data }));
-    await waitFor(
-      () => fake.delivered.some((text) => text.startsWith(`New contact message #${id}`)),
-      10_000,
-      "the released notification",
-    );
+    await releaseFromChat(fake, id);
     const sent = fake.calls.find((call) =>
       call.method === "sendMessage" &&
       String(call.body.text).startsWith(`New contact message #${id}`)
@@ -140,6 +147,39 @@ Deno.test("SPAM_FILTER=hold keeps a spammy submission out of the chat, /held lis
     // Released once: the record is not written twice.
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal((await service.records()).length, 1);
+  });
+});
+
+Deno.test("a held submission's file is kept while it is held and reaches the chat once it is released, as a reply to its notification", async () => {
+  await withService({ SPAM_FILTER: "hold", ATTACHMENTS: "1MB" }, async (service, fake) => {
+    const next = madeUp(14);
+    await trainService(service.file, next);
+    const spammy = next(true);
+    const content = new Uint8Array(50_000);
+    content.set(new TextEncoder().encode("%PDF-1.7\n"));
+    for (let i = 9; i < content.length; i++) content[i] = (i * 7) & 0xff;
+    const form = new FormData();
+    for (const [name, value] of Object.entries(spammy)) form.append(name, value);
+    form.append("offer", new File([content], "offer.pdf"));
+    const response = await fetch(`${service.url}/api/contact`, {
+      method: "POST",
+      headers: { accept: "application/json", "x-forwarded-for": "198.51.100.10" },
+      body: form,
+    });
+    assert.equal(response.status, 200);
+    await response.body?.cancel();
+    const [record] = await service.records();
+    assert.equal(record!.held, "spam");
+    const id = String(record!.id);
+    assert.deepEqual([fake.delivered.length, fake.documents.length], [0, 0], "held");
+
+    await releaseFromChat(fake, id);
+    await waitFor(() => fake.documents.length === 1, 20_000, "the released submission's file");
+    const [document] = fake.documents;
+    assert.deepEqual(document!.bytes, content);
+    assert.equal(document!.caption, `#${id}`);
+    const notification = fake.messages.get(`${CHAT_ID}:${document!.replyTo}`);
+    assert.match(notification?.text ?? "", new RegExp(`^New contact message #${id}`));
   });
 });
 

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { readMultipartStream, type StreamLimits } from "../../lib/files/multipart_stream.ts";
 import { DEFAULT_ATTACHMENT_TYPES, type FileKind } from "../../lib/files/sniff.ts";
 import { openSpool, type Spool } from "../../lib/files/spool.ts";
+import { withSpool } from "../support/temp_spool.ts";
 import { copyOut, recordFiles } from "../../lib/files/export_files.ts";
 import { type DocumentExtra, sendDocument } from "../../lib/bot/document.ts";
 
@@ -39,15 +40,6 @@ function filePart(disposition: string, content: string): string {
 }
 
 const TYPE = "multipart/form-data; boundary=b";
-
-async function withSpool(run: (spool: Spool, dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir();
-  try {
-    await run(await openSpool(`${dir}/messages.jsonl.files`), `${dir}/messages.jsonl.files`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 async function listed(dir: string): Promise<string[]> {
   return (await Array.fromAsync(Deno.readDir(dir))).map((entry) => entry.name).sort();

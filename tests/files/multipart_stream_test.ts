@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readMultipartStream, type StreamLimits } from "../../lib/files/multipart_stream.ts";
 import { DEFAULT_ATTACHMENT_TYPES, type FileKind } from "../../lib/files/sniff.ts";
-import { openSpool, type Spool } from "../../lib/files/spool.ts";
+import { withSpool } from "../support/temp_spool.ts";
 
 const LIMITS: StreamLimits = {
   fileBytes: 1_000_000,
@@ -37,15 +37,6 @@ function chunked(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
       at += size;
     },
   });
-}
-
-async function withSpool(run: (spool: Spool, dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir();
-  try {
-    await run(await openSpool(`${dir}/messages.jsonl.files`), `${dir}/messages.jsonl.files`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 }
 
 async function listed(dir: string): Promise<string[]> {
@@ -240,6 +231,32 @@ Deno.test("a body that takes too long ends as a timeout with nothing kept", asyn
       expired,
     });
     assert.deepEqual(result, { kind: "timeout" });
+    assert.deepEqual(await listed(dir), []);
+  });
+});
+
+Deno.test("a body whose read fails mid-file ends as read_failed with its error, every file written so far removed", async () => {
+  await withSpool(async (spool, dir) => {
+    const [body, type] = await encode([
+      ["a", new File([pdf(5000)], "a.pdf")],
+      ["b", new File([pdf(600_000)], "b.pdf")],
+    ]);
+    const gone = new Deno.errors.BadResource("Cannot read request body");
+    let at = 0;
+    let written: string[] = [];
+    const cut = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (at >= 300_000) {
+          written = await listed(dir);
+          return controller.error(gone);
+        }
+        controller.enqueue(body.slice(at, at + 4096));
+        at += 4096;
+      },
+    });
+    const result = await readMultipartStream(cut, type, LIMITS, { spool, prefix: "x" });
+    assert.deepEqual(result, { kind: "read_failed", error: gone });
+    assert.equal(written.length, 2, "both files were being written");
     assert.deepEqual(await listed(dir), []);
   });
 });

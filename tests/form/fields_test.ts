@@ -69,7 +69,7 @@ Deno.test("_gotcha is a honeypot like website, checked before validation", () =>
   assert.deepEqual(parseSubmission({ _gotcha: "http://spam", message: "" }), { kind: "honeypot" });
   assert.deepEqual(parseSubmission({ _gotcha: 1, phone: { bad: 1 } }), { kind: "honeypot" });
   const post = parseFormPost(bytes(`_gotcha=x&message=${"a".repeat(5000)}`), []);
-  assert.deepEqual(post.result, { kind: "honeypot" });
+  assert.deepEqual(post.result, { kind: "honeypot", message: "a".repeat(4000) });
   assert.equal(valid({ _gotcha: " ", message: "m" }).fields, undefined);
 });
 
@@ -205,6 +205,12 @@ Deno.test("the spec's fields, the contact's sources and the honeypots are matche
     message: "first",
     contactFrom: "_replyto",
   });
-  assert.deepEqual(parseSubmission({ message: "Hi", Website: "bot" }), { kind: "honeypot" });
-  assert.deepEqual(parseSubmission({ message: "Hi", _GOTCHA: "bot" }), { kind: "honeypot" });
+  assert.deepEqual(parseSubmission({ message: "Hi", Website: "bot" }), {
+    kind: "honeypot",
+    message: "Hi",
+  });
+  assert.deepEqual(parseSubmission({ message: "Hi", _GOTCHA: "bot" }), {
+    kind: "honeypot",
+    message: "Hi",
+  });
 });

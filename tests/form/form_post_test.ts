@@ -41,7 +41,7 @@ Deno.test("parseFormPost applies the JSON rules: required message, limits, clean
 
 Deno.test("parseFormPost treats a filled honeypot as a honeypot hit, before validation", () => {
   const post = parseFormPost(bytes(`website=http%3A%2F%2Fspam&message=${"a".repeat(5000)}`), []);
-  assert.deepEqual(post.result, { kind: "honeypot" });
+  assert.deepEqual(post.result, { kind: "honeypot", message: "a".repeat(4000) });
   assert.equal(parseFormPost(bytes("website=&message=hi"), []).result.kind, "valid");
   assert.equal(parseFormPost(bytes("website=+&message=hi"), []).result.kind, "valid");
 });

@@ -180,7 +180,10 @@ Deno.test("the printable-ASCII shortcut cleans exactly as the full cleaning does
 
 Deno.test("Netlify's bot-field is a honeypot, in any case; an empty one is not", () => {
   for (const value of [{ "bot-field": "http://spam.example" }, { "BOT-FIELD": "x" }]) {
-    assert.deepEqual(parseSubmission({ ...value, message: "buy" }), { kind: "honeypot" });
+    assert.deepEqual(parseSubmission({ ...value, message: "buy" }), {
+      kind: "honeypot",
+      message: "buy",
+    });
   }
   const human = valid({ "bot-field": "", message: "hi", subject: "s" });
   assert.deepEqual(human.fields, { subject: "s" });

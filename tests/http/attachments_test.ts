@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { PEER, setup } from "../support/handler_setup.ts";
-import { openSpool, type Spool } from "../../lib/files/spool.ts";
+import { withSpool } from "../support/temp_spool.ts";
 import type { FileKind } from "../../lib/files/sniff.ts";
 import type { OutboxSubmission } from "../../lib/storage/outbox.ts";
 
@@ -21,15 +21,6 @@ function postMultipart(entries: [string, string | File][], path = "/api/contact"
     headers: { "x-forwarded-for": "198.51.100.1", accept: "application/json" },
     body: form,
   });
-}
-
-async function withSpool(test: (spool: Spool, dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir();
-  try {
-    await test(await openSpool(`${dir}/m.jsonl.files`), `${dir}/m.jsonl.files`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 }
 
 const KINDS = new Set<FileKind>(["pdf", "png", "txt"]);

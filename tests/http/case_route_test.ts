@@ -72,13 +72,17 @@ Deno.test("an unknown, wrong or malformed token gets the same plain 404 as any u
   });
 });
 
-Deno.test("a honeypot hit gets a case_url too, which leads nowhere: it looks like any success", async () => {
-  await withCases(async ({ handler, state }) => {
-    const response = await handler(post({ message: "spam", website: "x" }), PEER);
+Deno.test("a honeypot hit gets a case_url too, whose page reads like a real one: it looks like any success", async () => {
+  await withCases(async ({ handler, state, store }) => {
+    const response = await handler(post({ message: "<b>spam</b>", website: "x" }), PEER);
     const body = await response.json();
     assert.match(body.case_url, /^\/api\/case\/[A-Za-z0-9_-]{32}$/);
-    assert.equal((await handler(get(body.case_url), PEER)).status, 404);
+    const page = await handler(get(body.case_url), PEER);
+    assert.equal(page.status, 200);
+    assert.ok((await page.text()).includes(escapeHtml("<b>spam</b>")), "its own message, escaped");
     assert.equal(state.outbox.length, 0);
+    assert.equal(state.lines.length, 0);
+    assert.equal(await store.run("cases.prune", { before: "9999-01-01T00:00:00Z" }), 0, "no row");
   });
 });
 

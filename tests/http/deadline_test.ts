@@ -17,3 +17,30 @@ Deno.test("body deadlines: a shared signal fires no earlier than the deadline", 
   await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
   assert.ok(performance.now() - started >= 49, "fired early");
 });
+
+Deno.test("body deadlines: when the service stops, every signal handed out aborts at once, and later ones come aborted", () => {
+  const stop = new AbortController();
+  const deadline = sharedDeadline(10_000, 1000, stop.signal);
+  const earlier = deadline(5_000);
+  const current = deadline(6_500);
+  assert.notEqual(earlier, current);
+  assert.deepEqual([earlier.aborted, current.aborted], [false, false]);
+  stop.abort();
+  assert.deepEqual([earlier.aborted, current.aborted], [true, true]);
+  assert.equal(deadline(6_600).aborted, true);
+  assert.equal(deadline(9_000).aborted, true);
+});
+
+Deno.test("body deadlines: a slot's hold on the stop signal is let go once its deadline passes", async () => {
+  const stop = new AbortController().signal;
+  let listening = 0;
+  const add = stop.addEventListener.bind(stop);
+  const remove = stop.removeEventListener.bind(stop);
+  stop.addEventListener = (...args: Parameters<typeof add>) => (listening++, add(...args));
+  stop.removeEventListener = (...args: Parameters<typeof remove>) => (listening--, remove(...args));
+  const deadline = sharedDeadline(20, 10, stop);
+  const signal = deadline(Date.now());
+  assert.equal(listening, 1);
+  await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+  assert.equal(listening, 0);
+});

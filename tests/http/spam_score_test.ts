@@ -31,7 +31,7 @@ function scoredWorld(score: number | undefined, hold = false) {
     held: [] as [string, number][],
   };
   const spam: AcceptSpam = {
-    score: () => score,
+    score: () => ({ score, features: [] }),
     lesson: (submission) => (
       state.kept.push(submission.id), call("meta.set", { key: "lesson", value: submission.id })
     ),

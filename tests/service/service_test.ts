@@ -4,17 +4,26 @@ import { BLOCK_REFRESH_MS, CHECKPOINT_MS } from "../../lib/service/upkeep.ts";
 import type { Serving } from "../../lib/http/keep_serving.ts";
 import type { LogFields } from "../../lib/log/logger.ts";
 import type { Settings } from "../../lib/config/settings.ts";
-import { fakeClock } from "../support/fake_clock.ts";
+import { type FakeClock, fakeClock } from "../support/fake_clock.ts";
+import { DRAIN_GRACE_MS } from "../../lib/http/drain.ts";
+import { crash, keepingWorkers } from "../support/workers.ts";
 import { SUMMARY_INTERVAL_MS } from "../../lib/log/tally.ts";
 import { FORGET_POLL_MS } from "../../lib/storage/forget_request.ts";
 import { RETENTION_INTERVAL_MS } from "../../lib/storage/retention.ts";
 
 /** A fake world: what the service did, in order, and the signal handlers it holds. */
-function fakeWorld(options: { listen?: "ok" | "fails"; onServe?: () => void } = {}) {
+function fakeWorld(
+  options: {
+    listen?: "ok" | "fails";
+    onServe?: () => void;
+    /** The server's shutdown never ends: a client holds its connection open. */
+    heldOpen?: boolean;
+  } = {},
+) {
   const events: string[] = [];
   const logs: LogFields[] = [];
   const handlers = new Map<Deno.Signal, Set<() => void>>();
-  const servers: Array<{ shutdowns: number }> = [];
+  const servers: Array<{ shutdowns: number; handler: Parameters<ServiceIO["serve"]>[1] }> = [];
   let cancelled = 0;
   const intervals: number[] = [];
   const io: ServiceIO = {
@@ -31,16 +40,16 @@ function fakeWorld(options: { listen?: "ok" | "fails"; onServe?: () => void } = 
     }),
     random: () => 0.5,
     readFile: () => Promise.resolve(new TextEncoder().encode("<p>example</p>")),
-    serve: () => {
+    serve: (_options, handler) => {
       events.push("serve");
       options.onServe?.();
       if (options.listen === "fails") throw new Deno.errors.AddrInUse("address in use");
       const { promise, resolve } = Promise.withResolvers<void>();
-      const server = { shutdowns: 0 };
+      const server = { shutdowns: 0, handler };
       servers.push(server);
       const serving: Serving = {
         finished: promise,
-        shutdown: () => (server.shutdowns++, resolve(), promise),
+        shutdown: () => (server.shutdowns++, options.heldOpen === true ? 0 : resolve(), promise),
       };
       return serving;
     },
@@ -278,4 +287,84 @@ Deno.test("a stop signal while start-up waits for getMe is graceful: the stop si
     await service.finished;
     assert.equal(world.servers[0]!.shutdowns, 1);
     assert.equal(world.logs.find((fields) => fields.event === "stopping")?.signal, "SIGTERM");
+  }));
+
+Deno.test("a database worker that dies stops the service: database_lost logged, health and answers say so meanwhile, stopped by database_lost (exit 1)", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld();
+    const never = (signal: AbortSignal | null | undefined) =>
+      new Promise<Response>((_, reject) =>
+        signal?.addEventListener("abort", () => reject(signal.reason))
+      );
+    const { started, workers } = await keepingWorkers(() =>
+      startService(
+        settingsIn(dir, {
+          MESSENGER_BOT_TOKEN: "123456789:AAE_secret-token-value",
+          MESSENGER_CHAT_ID: "-1001234567890",
+        }),
+        {
+          ...world.io,
+          fetch: (input, init) =>
+            String(input).endsWith("/getMe")
+              ? Promise.resolve(Response.json({ ok: true, result: { id: 1, username: "a_bot" } }))
+              : never(init?.signal),
+        },
+      )
+    );
+    await using service = started;
+    assert.ok(service);
+    assert.equal(workers.length, 1, "the store's worker");
+    const { handler } = world.servers[0]!;
+    const peer = { remoteAddr: { hostname: "127.0.0.1" } };
+    const health = async () => {
+      const response = await handler(new Request("http://localhost/api/health"), peer);
+      return { status: response.status, ok: (await response.json()).ok };
+    };
+    assert.deepEqual(await health(), { status: 200, ok: true });
+
+    crash(workers[0]!);
+    await service.finished;
+    assert.equal(service.stoppedBy(), "database_lost");
+    const lost = world.logs.find((fields) => fields.event === "database_lost");
+    assert.match(String(lost?.error), /Cannot read properties of null/);
+    assert.equal(world.logs.find((fields) => fields.event === "stopping")?.signal, "database_lost");
+    assert.equal(world.servers[0]!.shutdowns, 1);
+    // A request still in flight (a kept-alive connection) is answered honestly meanwhile.
+    assert.deepEqual(await health(), { status: 503, ok: false });
+    const posted = await handler(
+      new Request("http://localhost/api/contact", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "Ann", contact: "ann@example.com", message: "hello" }),
+      }),
+      peer,
+    );
+    assert.equal(posted.status, 500, "not accepted: nothing holds it");
+    assert.ok(world.logs.some((fields) => fields.event === "outbox_write_failed"));
+  }));
+
+Deno.test("a stop whose server a client holds open goes on DRAIN_GRACE_MS after the last answer: connections_cut, then everything closed, stopped", () =>
+  inTempDir(async (dir) => {
+    const world = fakeWorld({ heldOpen: true });
+    const clock = world.io.clock as FakeClock;
+    {
+      await using service = await startService(settingsIn(dir), world.io);
+      assert.ok(service);
+      let finished = false;
+      void service.finished.then(() => finished = true);
+      world.send("SIGTERM");
+      await clock.advance(DRAIN_GRACE_MS - 1);
+      assert.equal(finished, false);
+      await clock.advance(1);
+      assert.equal(finished, true);
+      assert.equal(world.servers[0]!.shutdowns, 1);
+    }
+    const events = world.logs.map((fields) => fields.event);
+    assert.deepEqual(
+      events.slice(events.indexOf("stopping")).filter((event) =>
+        ["stopping", "connections_cut", "stopped"].includes(event!)
+      ),
+      ["stopping", "connections_cut", "stopped"],
+    );
+    assert.equal(world.held(), 0, "every signal listener is removed");
   }));

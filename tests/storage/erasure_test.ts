@@ -327,6 +327,51 @@ Deno.test("forget while the service runs: the command's request is performed by 
   await outbox.close();
 });
 
+Deno.test("a forget the service was killed doing, right before or right after its backup file's rename, answers at the next start what it removed, never twice", async () => {
+  for (const killedAt of ["before the rename", "after the rename"] as const) {
+    const { memory, outbox, c } = await files();
+    await using temp = await openTempStore();
+    const request = { nonce: "n-1", match: match("id", c.id), dryRun: false };
+    const seq = await temp.run("requests.add", {
+      kind: FORGET_REQUEST,
+      body: encodeRequest(request),
+      created: "2026-11-27T10:00:00Z",
+    });
+    // The kill: the file system's next call after that moment never returns.
+    const killed = Promise.withResolvers<void>();
+    let renamed = false;
+    const { fs: dying } = rewriteFs(memory, (call) => {
+      const now = killedAt === "before the rename" ? call.op === "rename" : renamed;
+      if (call.op === "rename") renamed = true;
+      if (!now) return;
+      killed.resolve();
+      return new Promise<void>(() => {});
+    });
+    void serveForgetRequest({ ...depsOf(dying, outbox).deps, store: temp });
+    await killed.promise;
+    assert.equal(/from Bo/.test(memory.readText(BACKUP)), killedAt === "before the rename");
+
+    await temp.run("requests.reset", undefined); // the next start
+    const { deps, lines } = depsOf(rewriteFs(memory).fs, outbox);
+    await serveForgetRequest({ ...deps, store: temp });
+    const state = await temp.run("requests.get", { seq });
+    assert.deepEqual(parseAnswer(state!.answer!), {
+      nonce: "n-1",
+      ok: true,
+      outcome: { records: 1, pending: 1 },
+    }, killedAt);
+    assert.deepEqual(lines, [{
+      event: "forget",
+      by: "id",
+      dry_run: false,
+      records: 1,
+      pending: 1,
+    }]);
+    assert.doesNotMatch(memory.readText(BACKUP), /from Bo/);
+    await outbox.close();
+  }
+});
+
 Deno.test("forget while the service runs: none is left behind when no answer comes; a request the service cannot read is answered as invalid, naming no value", async () => {
   await using temp = await openTempStore();
   const request = { nonce: "n", match: match("id", "x1"), dryRun: true };

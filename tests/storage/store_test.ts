@@ -2,10 +2,13 @@ import assert from "node:assert/strict";
 import {
   call,
   databaseHeld,
+  followUpRefusal,
   openLocalStore,
   openWorkerStore,
+  type Store,
   StoreError,
 } from "../../lib/storage/store.ts";
+import { crash, keepingWorkers } from "../support/workers.ts";
 import { DatabaseRefused, openDatabase } from "../../lib/storage/sqlite/database.ts";
 import { runBatch } from "../../lib/storage/sqlite/operations.ts";
 import { SCHEMA_VERSION } from "../../lib/storage/sqlite/schema.ts";
@@ -280,3 +283,53 @@ async function _heldFromAnotherProcess(path: string): Promise<boolean> {
   }).output();
   return new TextDecoder().decode(stdout).trim() === "true";
 }
+
+Deno.test("a worker that ends unasked (a defect) fails what waits and what comes, and the store says it is lost", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { started: store, workers } = await keepingWorkers(() =>
+      openWorkerStore(`${dir}/m.db`, { create: true })
+    );
+    assert.equal(store.isLost(), false);
+    const waiting = store.run("outbox.add", submission("w1"));
+    crash(workers[0]!);
+    const lost = await store.lost;
+    assert.ok(lost instanceof StoreError);
+    assert.match(lost.message, /Cannot read properties of null/);
+    assert.equal(store.isLost(), true);
+    assert.equal(await waiting.catch((error) => error), lost);
+    assert.equal(await store.run("outbox.waiting", undefined).catch((error) => error), lost);
+    await store.close(); // nothing left to close: at once
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a follow-up the database refuses keeps its reason across the worker and in a command's store", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/m.db`;
+    const worker = await openWorkerStore(path, { create: true });
+    const local = openLocalStore(path, { create: false });
+    const open = { id: "a1", hash: new Uint8Array(32), ts: "2026-11-27T10:00:00Z", form: null };
+    await worker.run("cases.open", { ...open, message: "first" });
+    const followUp = (store: Store, caseId: string, ref: string) =>
+      store.run("cases.followUp", {
+        caseId,
+        ref,
+        ts: "2026-11-27T10:01:00Z",
+        author: "sender",
+        text: ref,
+        max: 1,
+      }).then(() => undefined, followUpRefusal);
+    for (const store of [worker, local]) {
+      assert.equal(await followUp(store, "a1", "f1"), "case_waiting");
+      assert.equal(await followUp(store, "gone", "f2"), "case_gone");
+    }
+    assert.equal(followUpRefusal(new Error("the case is gone")), undefined);
+    await local.close();
+    await worker.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

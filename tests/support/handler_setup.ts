@@ -32,6 +32,8 @@ export function setup(options: {
   forms?: HandlerDeps["forms"];
   examplePage?: Uint8Array;
   bodyDeadline?: (nowMs: number) => AbortSignal;
+  /** Aborts when the service stops (lib/http/drain.ts `Drain.signal`; default: never). */
+  stopping?: AbortSignal;
   /** Called before each log line is kept; a throw here is the logger failing. */
   onLog?: (fields: LogFields) => void;
   /** `REAL_IP_HEADER` (default: X-Forwarded-For, as in production). */
@@ -52,6 +54,8 @@ export function setup(options: {
   /** Files sent with forms (`ATTACHMENTS`, default: none) and where accepted ones are kept. */
   attachments?: HandlerDeps["attachments"];
   keepingFiles?: HandlerDeps["keepingFiles"];
+  /** The spam block list (default: none). */
+  blocks?: HandlerDeps["blocks"];
 } = {}) {
   const state = {
     now: new Date("2026-11-22T14:03:09.500Z"),
@@ -77,9 +81,10 @@ export function setup(options: {
       },
     },
     outbox: {
+      // Kept once committed, as the outbox keeps a row: a refused commit keeps nothing.
       add: options.store ?? (async (submission, also = []) => {
-        state.outbox.push(submission);
         if (also.length > 0) await options.commitWith?.transaction(also);
+        state.outbox.push(submission);
       }),
       recordedSoon: (id, status) => (state.answered.set(id, status), Promise.resolve()),
     },
@@ -93,6 +98,7 @@ export function setup(options: {
     ...(options.forms ? { forms: options.forms } : {}),
     examplePage: options.examplePage,
     ...(options.bodyDeadline ? { bodyDeadline: options.bodyDeadline } : {}),
+    ...(options.stopping ? { stopping: options.stopping } : {}),
     challenge: options.challenge,
     challengeLimiter: options.challengeLimiter,
     ...(options.deliveryStatus ? { deliveryStatus: options.deliveryStatus } : {}),
@@ -100,6 +106,7 @@ export function setup(options: {
     ...(options.caseLimiter ? { caseLimiter: options.caseLimiter } : {}),
     ...(options.attachments ? { attachments: options.attachments } : {}),
     ...(options.keepingFiles ? { keepingFiles: options.keepingFiles } : {}),
+    ...(options.blocks ? { blocks: options.blocks } : {}),
   });
   return { state, handler };
 }

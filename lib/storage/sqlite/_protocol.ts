@@ -39,7 +39,9 @@ export type FromWorker =
   | { readonly kind: "open_failed"; readonly error: ErrorShape }
   | { readonly kind: "done"; readonly id: number; readonly results: readonly unknown[] }
   | { readonly kind: "failed"; readonly id: number; readonly error: ErrorShape }
-  | { readonly kind: "closed" };
+  | { readonly kind: "closed" }
+  /** An error the worker did not catch (a defect): it has ended, the database is lost. */
+  | { readonly kind: "crashed"; readonly error: ErrorShape };
 
 /** An error as it crosses the worker boundary. */
 export interface ErrorShape {

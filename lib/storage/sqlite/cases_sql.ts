@@ -57,6 +57,25 @@ export interface CasePostInsert {
   readonly text: string;
 }
 
+/**
+ * Why the database refused a sender's follow-up (`cases.followUp`): its case is gone (erased,
+ * expired), or it waits for the owner's reply (lib/cases/waiting.ts). Carried as the error's
+ * `reason`, which crosses the worker boundary (`errorShape` in lib/storage/sqlite/_protocol.ts).
+ */
+export type FollowUpRefusal = "case_gone" | "case_waiting";
+
+/** A follow-up `cases.followUp` refused, and why. */
+export class FollowUpRefused extends Error {
+  /** Why. */
+  readonly reason: FollowUpRefusal;
+
+  constructor(reason: FollowUpRefusal) {
+    super(reason === "case_gone" ? "the case is gone" : "the case waits for the owner's reply");
+    this.name = "FollowUpRefused";
+    this.reason = reason;
+  }
+}
+
 function _caseOf(db: DatabaseSync, row: Record<string, unknown> | undefined): CaseRow | undefined {
   if (row === undefined) return undefined;
   const posts = prepared(
@@ -121,14 +140,15 @@ export const CASES_OPS = {
     return Number(changes) === 1;
   },
   /**
-   * A sender's follow-up, in the transaction of its outbox row: throws (and so nothing of that
-   * transaction commits) when its case is gone (erased, expired) or already holds `max` of the
-   * sender's posts in a row since the owner's last reply (two posts racing past the page's own
-   * check). A redelivered one (its `ref` posted before) changes nothing.
+   * A sender's follow-up, in the transaction of its outbox row: throws
+   * {@linkcode FollowUpRefused} (and so nothing of that transaction commits) when its case is
+   * gone (erased, expired) or already holds `max` of the sender's posts in a row since the
+   * owner's last reply (the one check of that cap that holds against racing posts; the page's
+   * own is a cheap early one). A redelivered one (its `ref` posted before) changes nothing.
    */
   "cases.followUp"(db: DatabaseSync, row: CasePostInsert & { max: number }): void {
     if (prepared(db, "SELECT 1 FROM cases WHERE id = ?").get(row.caseId) === undefined) {
-      throw new Error("the case is gone");
+      throw new FollowUpRefused("case_gone");
     }
     const unanswered = Number(
       prepared(
@@ -138,7 +158,7 @@ export const CASES_OPS = {
           AND ref <> ?2`,
       ).get(row.caseId, row.ref)?.n ?? 0,
     );
-    if (unanswered >= row.max) throw new Error("the case waits for the owner's reply");
+    if (unanswered >= row.max) throw new FollowUpRefused("case_waiting");
     CASES_OPS["cases.post"](db, row);
   },
   /** The case a follow-up (or any post) belongs to, by its `ref`; `undefined` when none. */

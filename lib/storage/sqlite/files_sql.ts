@@ -1,7 +1,8 @@
 /**
  * The files sent with submissions (`files`): what the backup record lists of each (label, size,
  * type, sha256), where it is kept (its name in `MESSAGES_FILE.files/`), and its way to the chat
- * (waiting, sent, or refused by Telegram). Kept from acceptance until `RETENTION` or erasure.
+ * (waiting, sent, or refused by Telegram). Kept from acceptance until `RETENTION` or erasure; a
+ * submission the spam filter holds keeps its files too, which wait for the chat once released.
  *
  * @module
  */
@@ -48,6 +49,9 @@ export interface FileState extends FileRow {
 const COLUMNS = "submission, idx, ts, form, name, size, type, sha256, stored, state, chat, " +
   "message, attempts, error, silent";
 
+/** A file whose submission the spam filter does not hold (lib/storage/sqlite/spam_sql.ts). */
+const NOT_HELD = "NOT EXISTS (SELECT 1 FROM spam_held WHERE spam_held.id = files.submission)";
+
 function rowOf(row: Record<string, unknown>): FileState {
   return {
     submission: String(row.submission),
@@ -87,17 +91,22 @@ export const FILES_OPS = {
     return prepared(db, `SELECT ${COLUMNS} FROM files WHERE submission = ? ORDER BY idx`)
       .all(args.id).map(rowOf);
   },
-  /** At most `limit` files waiting for the chat, oldest first. */
+  /**
+   * At most `limit` files waiting for the chat, oldest first; not those of a submission the spam
+   * filter holds (`spam_held`): they wait for its release.
+   */
   "files.waiting"(db: DatabaseSync, args: { limit: number }): FileState[] {
     return prepared(
       db,
-      `SELECT ${COLUMNS} FROM files WHERE state = 'waiting' ORDER BY ts, submission, idx LIMIT ?`,
+      `SELECT ${COLUMNS} FROM files WHERE state = 'waiting' AND ${NOT_HELD}
+        ORDER BY ts, submission, idx LIMIT ?`,
     ).all(args.limit).map(rowOf);
   },
-  /** How many files wait for the chat. */
+  /** How many files wait for the chat (not a held submission's). */
   "files.waitingCount"(db: DatabaseSync): number {
     return Number(
-      prepared(db, "SELECT count(*) AS n FROM files WHERE state = 'waiting'").get()?.n ?? 0,
+      prepared(db, `SELECT count(*) AS n FROM files WHERE state = 'waiting' AND ${NOT_HELD}`)
+        .get()?.n ?? 0,
     );
   },
   /**

@@ -39,6 +39,14 @@ export const REQUESTS_OPS = {
     prepared(db, "UPDATE requests SET state = 'working' WHERE seq = ?").run(Number(row.seq));
     return { seq: Number(row.seq), body: String(row.body) };
   },
+  /**
+   * Rewrites what request `seq` holds while the service works on it (`body`: what it asks, and
+   * what was done of it by now, for a run again after a crash); nothing once it is answered.
+   */
+  "requests.progress"(db: DatabaseSync, args: { seq: number; body: string }): void {
+    prepared(db, "UPDATE requests SET body = ? WHERE seq = ? AND state = 'working'")
+      .run(args.body, args.seq);
+  },
   /** Requests a stopped service was working on wait again (the start does them anew). */
   "requests.reset"(db: DatabaseSync): number {
     return Number(

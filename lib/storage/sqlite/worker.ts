@@ -30,6 +30,24 @@ let flushing: Promise<void> = Promise.resolve();
 
 const post = (message: FromWorker) => self.postMessage(message);
 
+// An error this thread does not catch (a defect) ends it, and the client is told in one message:
+// the service logs it as one line (`database_lost`) and stops, where the runtime's own report
+// would be a stack on standard error.
+self.addEventListener("error", (event) => {
+  event.preventDefault();
+  _crashed(event.error ?? event.message);
+});
+self.addEventListener("unhandledrejection", (event) => {
+  event.preventDefault();
+  _crashed(event.reason);
+});
+
+function _crashed(error: unknown): void {
+  closed = true;
+  post({ kind: "crashed", error: errorShape(error) });
+  self.close();
+}
+
 self.onmessage = (event: MessageEvent<ToWorker>) => {
   const message = event.data;
   switch (message.kind) {

@@ -1,0 +1,148 @@
+/**
+ * Decoy case pages: the `case_url` of a success that opened no case (a honeypot hit, a blocked
+ * sender's submission) reads and takes writing like a real case's page, so neither a bot nor a
+ * blocked sender learns it was caught, and nothing of theirs is stored or sent.
+ *
+ * Decided: stateless tokens and a bounded memory, not database rows. A decoy's token is 12
+ * random bytes followed by 12 bytes of their tag under the install's decoy key (AES-256 of the
+ * nonce as one block) (kept in
+ * the database's `meta` as {@linkcode DECOY_KEY}, made the first time), base64url like any
+ * token: without the key it cannot be told from a real one (both are 24 bytes that look random),
+ * and with it a decoy is known without a row, after a restart too. What its page shows (the
+ * sender's own message, what they wrote back) is kept in memory only, for at most
+ * {@linkcode DECOY_LIMITS} (pages and characters), the oldest forgotten first; a decoy whose
+ * text is forgotten still reads as a page, with no messages. A row per decoy would let a flood
+ * of bots (many addresses, each within its rate limit) fill the disk with synced writes until
+ * `RETENTION`; here a flood costs a bounded memory and no write.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import { type Cipheriv, createCipheriv, timingSafeEqual } from "node:crypto";
+import type { Store } from "../storage/store.ts";
+import type { PagePost } from "./page.ts";
+import { isTokenShape, TOKEN_BYTES, tokenBytes, tokenText } from "./token.ts";
+
+/** The `meta` key of the install's decoy key (32 random bytes, hex). */
+export const DECOY_KEY = "case_decoy_key";
+
+/** What the decoys' pages show, at most, in memory: pages, and characters (UTF-16) in all. */
+export const DECOY_LIMITS: Readonly<{ pages: number; chars: number }> = Object.freeze({
+  pages: 1_000,
+  chars: 1_000_000,
+});
+
+/** Random bytes at the start of a decoy's token; the rest is their tag, cut. */
+const NONCE_BYTES = 12;
+const KEY_BYTES = 32;
+/** AES's block: the nonce, padded with zeros, is the one block its tag is enciphered from. */
+const BLOCK_BYTES = 16;
+const TAG_BYTES = TOKEN_BYTES - NONCE_BYTES;
+/** Tokens made per call to the cipher. */
+const _BATCH = 64;
+
+/** Decoy tokens under one key, and what their pages show. */
+export class DecoyPages {
+  /** AES-256 in ECB under the decoy key, without padding: each 16-byte update is one block. */
+  readonly #cipher: Cipheriv;
+  readonly #fill: (bytes: Uint8Array) => Uint8Array;
+  readonly #limits: Readonly<{ pages: number; chars: number }>;
+  /** Each page's posts, by token, oldest page first. */
+  readonly #shown = new Map<string, readonly PagePost[]>();
+  /** Tokens made ahead, {@linkcode _BATCH} at a time. */
+  readonly #ready: string[] = [];
+  #chars = 0;
+
+  /** `fill` makes the tokens' random bytes (default `crypto.getRandomValues`). */
+  constructor(
+    key: Uint8Array,
+    fill: (bytes: Uint8Array) => Uint8Array = (bytes) => crypto.getRandomValues(bytes),
+    limits: Readonly<{ pages: number; chars: number }> = DECOY_LIMITS,
+  ) {
+    this.#cipher = createCipheriv("aes-256-ecb", key, null).setAutoPadding(false);
+    this.#fill = fill;
+    this.#limits = limits;
+  }
+
+  /** A new decoy's token; its page shows `first` (the sender's message) when given. */
+  issue(first?: { ts: string; text: string }): string {
+    if (this.#ready.length === 0) this.#refill();
+    const token = this.#ready.pop()!;
+    if (first !== undefined) this.add(token, first);
+    return token;
+  }
+
+  /**
+   * Makes {@linkcode _BATCH} tokens at once: their nonces enciphered in one call, a honeypot
+   * flood's hits share its cost (`bench/validation_bench.ts`).
+   */
+  #refill(): void {
+    const nonces = this.#fill(new Uint8Array(_BATCH * NONCE_BYTES));
+    const blocks = new Uint8Array(_BATCH * BLOCK_BYTES);
+    for (let i = 0; i < _BATCH; i++) {
+      blocks.set(nonces.subarray(i * NONCE_BYTES, (i + 1) * NONCE_BYTES), i * BLOCK_BYTES);
+    }
+    const tags = this.#cipher.update(blocks);
+    for (let i = 0; i < _BATCH; i++) {
+      const bytes = new Uint8Array(TOKEN_BYTES);
+      bytes.set(nonces.subarray(i * NONCE_BYTES, (i + 1) * NONCE_BYTES));
+      bytes.set(tags.subarray(i * BLOCK_BYTES, i * BLOCK_BYTES + TAG_BYTES), NONCE_BYTES);
+      this.#ready.push(tokenText(bytes));
+    }
+  }
+
+  /** True when `token` is a decoy's: its tag is its nonce's, compared in constant time. */
+  isDecoy(token: string): boolean {
+    if (!isTokenShape(token)) return false;
+    const bytes = tokenBytes(token);
+    return timingSafeEqual(this.#tag(bytes.subarray(0, NONCE_BYTES)), bytes.subarray(NONCE_BYTES));
+  }
+
+  /** What the page of decoy `token` shows: none once forgotten. */
+  posts(token: string): readonly PagePost[] {
+    return this.#shown.get(token) ?? [];
+  }
+
+  /** Shows `post` (the sender's) on the page of decoy `token`; the oldest pages over the limits go. */
+  add(token: string, post: { ts: string; text: string }): void {
+    const posts = this.#shown.get(token) ?? [];
+    this.#shown.delete(token);
+    this.#shown.set(token, [...posts, { ts: post.ts, author: "sender", text: post.text }]);
+    this.#chars += post.text.length;
+    for (const [oldest, gone] of this.#shown) {
+      if (this.#shown.size <= this.#limits.pages && this.#chars <= this.#limits.chars) break;
+      this.#shown.delete(oldest);
+      this.#chars -= gone.reduce((sum, { text }) => sum + text.length, 0);
+    }
+  }
+
+  /**
+   * The tag of `nonce`: the first bytes of AES-256 (the decoy key) of the nonce padded to one
+   * block. One block enciphered under a secret key is a pseudorandom function of it (as a MAC
+   * of one fixed-length block); with one cipher kept and tokens made 64 at a time, a honeypot
+   * hit pays well under a µs for it, where HMAC-SHA-256 cost some 10 µs per hit
+   * (`bench/validation_bench.ts`).
+   */
+  #tag(nonce: Uint8Array): Uint8Array {
+    const block = new Uint8Array(BLOCK_BYTES);
+    block.set(nonce);
+    return new Uint8Array(this.#cipher.update(block).subarray(0, TAG_BYTES));
+  }
+}
+
+/**
+ * The install's decoy key, read from the store's `meta`; made (`fill`: random bytes) and kept
+ * there the first time, or when what is there is not a key.
+ */
+export async function decoyKey(
+  store: Pick<Store, "run">,
+  fill: (bytes: Uint8Array) => Uint8Array = (bytes) => crypto.getRandomValues(bytes),
+): Promise<Uint8Array> {
+  const kept = await store.run("meta.get", { key: DECOY_KEY });
+  if (kept !== undefined && new RegExp(`^[0-9a-f]{${2 * KEY_BYTES}}$`).test(kept)) {
+    return new Uint8Array(Buffer.from(kept, "hex"));
+  }
+  const key = fill(new Uint8Array(KEY_BYTES));
+  await store.run("meta.set", { key: DECOY_KEY, value: Buffer.from(key).toString("hex") });
+  return key;
+}
