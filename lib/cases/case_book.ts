@@ -10,7 +10,7 @@
 import { formatTimestamp } from "../common/timestamp.ts";
 import type { KeptFile } from "../storage/erasure.ts";
 import { call, type Store, type StoreCall } from "../storage/store.ts";
-import { decoyKey, DecoyPages } from "./decoy.ts";
+import { decoyKey, type DecoyKind, DecoyPages } from "./decoy.ts";
 import type { PagePost } from "./page.ts";
 import { newToken, sameHash, tokenHash, tokenOfPath } from "./token.ts";
 import { MAX_UNANSWERED } from "./waiting.ts";
@@ -27,7 +27,7 @@ export interface FoundCase {
    * A decoy's page only (no case): shows what the sender writes back on that page, and nowhere
    * else.
    */
-  readonly decoy?: ((post: { ts: string; text: string }) => void) | undefined;
+  readonly decoy?: ((post: { ts: string; text: string }) => boolean) | undefined;
 }
 
 /** What a case is opened with: the accepted submission. */
@@ -54,9 +54,15 @@ export class CaseBook {
    * A decoy's token (lib/cases/decoy.ts: no case, nothing stored), for a success that opened no
    * case; its page shows `first` (the sender's message) when given, as a real one would.
    */
-  async decoy(first?: { ts: string; message: string }): Promise<string> {
+  async decoy(
+    first?: { ts: string; message: string },
+    kind: DecoyKind = "honeypot",
+  ): Promise<string> {
     const pages = await this.#decoyPages();
-    return pages.issue(first === undefined ? undefined : { ts: first.ts, text: first.message });
+    return pages.issue(
+      first === undefined ? undefined : { ts: first.ts, text: first.message },
+      kind,
+    );
   }
 
   /** The decoys, under the install's key (read from the store once; again after a failure). */

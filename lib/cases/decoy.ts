@@ -22,11 +22,22 @@ import { type Cipheriv, createCipheriv, timingSafeEqual } from "node:crypto";
 import type { Store } from "../storage/store.ts";
 import type { PagePost } from "./page.ts";
 import { isTokenShape, TOKEN_BYTES, tokenBytes, tokenText } from "./token.ts";
+import { waitsForReply } from "./waiting.ts";
 
 /** The `meta` key of the install's decoy key (32 random bytes, hex). */
 export const DECOY_KEY = "case_decoy_key";
 
-/** What the decoys' pages show, at most, in memory: pages, and characters (UTF-16) in all. */
+/**
+ * Whose decoy a page is: a honeypot hit's (a bot's, before any challenge, so cheap to make) or a
+ * `blocked` sender's. Each kind has its own memory of {@linkcode DECOY_LIMITS}, so a cheap flood
+ * of honeypot hits cannot push a blocked sender's page out.
+ */
+export type DecoyKind = "honeypot" | "blocked";
+
+/**
+ * What the decoys' pages show, at most, in memory, per {@linkcode DecoyKind}: pages, and
+ * characters (UTF-16) in all. A page takes at most `MAX_UNANSWERED` posts, as a real one does.
+ */
 export const DECOY_LIMITS: Readonly<{ pages: number; chars: number }> = Object.freeze({
   pages: 1_000,
   chars: 1_000_000,
@@ -41,17 +52,25 @@ const TAG_BYTES = TOKEN_BYTES - NONCE_BYTES;
 /** Tokens made per call to the cipher. */
 const _BATCH = 64;
 
+/** One kind's decoy pages: their posts by token, oldest page first, and their characters. */
+interface _Memory {
+  readonly shown: Map<string, PagePost[]>;
+  chars: number;
+}
+
 /** Decoy tokens under one key, and what their pages show. */
 export class DecoyPages {
   /** AES-256 in ECB under the decoy key, without padding: each 16-byte update is one block. */
   readonly #cipher: Cipheriv;
   readonly #fill: (bytes: Uint8Array) => Uint8Array;
   readonly #limits: Readonly<{ pages: number; chars: number }>;
-  /** Each page's posts, by token, oldest page first. */
-  readonly #shown = new Map<string, readonly PagePost[]>();
+  /** Each kind's memory: each page's posts, by token, oldest page first. */
+  readonly #memories: Readonly<Record<DecoyKind, _Memory>> = {
+    honeypot: { shown: new Map(), chars: 0 },
+    blocked: { shown: new Map(), chars: 0 },
+  };
   /** Tokens made ahead, {@linkcode _BATCH} at a time. */
   readonly #ready: string[] = [];
-  #chars = 0;
 
   /** `fill` makes the tokens' random bytes (default `crypto.getRandomValues`). */
   constructor(
@@ -64,11 +83,14 @@ export class DecoyPages {
     this.#limits = limits;
   }
 
-  /** A new decoy's token; its page shows `first` (the sender's message) when given. */
-  issue(first?: { ts: string; text: string }): string {
+  /**
+   * A new decoy's token, of `kind`'s memory; its page shows `first` (the sender's message) when
+   * given.
+   */
+  issue(first?: { ts: string; text: string }, kind: DecoyKind = "honeypot"): string {
     if (this.#ready.length === 0) this.#refill();
     const token = this.#ready.pop()!;
-    if (first !== undefined) this.add(token, first);
+    if (first !== undefined) this.#show(this.#memories[kind], token, [], first);
     return token;
   }
 
@@ -100,19 +122,36 @@ export class DecoyPages {
 
   /** What the page of decoy `token` shows: none once forgotten. */
   posts(token: string): readonly PagePost[] {
-    return this.#shown.get(token) ?? [];
+    return this.#memoryOf(token)?.shown.get(token) ?? [];
   }
 
-  /** Shows `post` (the sender's) on the page of decoy `token`; the oldest pages over the limits go. */
-  add(token: string, post: { ts: string; text: string }): void {
-    const posts = this.#shown.get(token) ?? [];
-    this.#shown.delete(token);
-    this.#shown.set(token, [...posts, { ts: post.ts, author: "sender", text: post.text }]);
-    this.#chars += post.text.length;
-    for (const [oldest, gone] of this.#shown) {
-      if (this.#shown.size <= this.#limits.pages && this.#chars <= this.#limits.chars) break;
-      this.#shown.delete(oldest);
-      this.#chars -= gone.reduce((sum, { text }) => sum + text.length, 0);
+  /**
+   * Shows `post` (the sender's) on the page of decoy `token`, as a real page takes it: `false`
+   * (not shown) once the page has `MAX_UNANSWERED` posts (lib/cases/waiting.ts). A page forgotten
+   * meanwhile starts again in the honeypot hits' memory. The oldest pages over the limits go.
+   */
+  add(token: string, post: { ts: string; text: string }): boolean {
+    const memory = this.#memoryOf(token) ?? this.#memories.honeypot;
+    const posts = memory.shown.get(token) ?? [];
+    if (waitsForReply(posts)) return false;
+    this.#show(memory, token, posts, post);
+    return true;
+  }
+
+  #memoryOf(token: string): _Memory | undefined {
+    const { honeypot, blocked } = this.#memories;
+    return honeypot.shown.has(token) ? honeypot : blocked.shown.has(token) ? blocked : undefined;
+  }
+
+  #show(memory: _Memory, token: string, posts: PagePost[], post: { ts: string; text: string }) {
+    posts.push({ ts: post.ts, author: "sender", text: post.text });
+    memory.shown.delete(token); // the newest page last
+    memory.shown.set(token, posts);
+    memory.chars += post.text.length;
+    for (const [oldest, gone] of memory.shown) {
+      if (memory.shown.size <= this.#limits.pages && memory.chars <= this.#limits.chars) break;
+      memory.shown.delete(oldest);
+      memory.chars -= gone.reduce((sum, { text }) => sum + text.length, 0);
     }
   }
 

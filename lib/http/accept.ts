@@ -137,11 +137,16 @@ export interface AcceptDeps {
  *
  * A failed backup write is logged and turns health `ok:false`; it does not change the answer
  * (the outbox holds the submission, and the next start writes its missing record).
+ *
+ * `unkept` is told the submission's id when its outbox row was not committed (a follow-up its
+ * case refused, a failed write): the files it brought, named as kept for that id
+ * (`keepingFiles`), are not listed anywhere, and the caller removes them.
  */
 export async function accept(
   deps: AcceptDeps,
   answer: Answers,
   fields: Accepted,
+  unkept: (id: string) => void = () => {},
 ): Promise<Response> {
   const { log } = deps;
   const { spamFeatures, ...kept } = fields;
@@ -158,6 +163,9 @@ export async function accept(
   try {
     await deps.outbox.add(submission, [...withRow.calls, ...files]);
   } catch (error) {
+    // Nothing was committed, its files' rows neither: its files are not kept (the sweep at the
+    // next start would find them), the caller removes them.
+    unkept(id);
     // A follow-up its case refused in the database (it raced past the page's check, or the case
     // was erased meanwhile): nothing was committed, nothing is sent or recorded.
     const refused = followUpRefusal(error);

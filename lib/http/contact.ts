@@ -5,7 +5,15 @@
  * @module
  */
 import { type Answers, answersOf, type AnswerStyle, answerStyle } from "./answer.ts";
-import { accept, type AcceptDeps, type Accepted, keptFiles, writtenWith } from "./accept.ts";
+import {
+  accept,
+  type AcceptDeps,
+  type Accepted,
+  keptFiles,
+  refuseFollowUp,
+  writtenWith,
+} from "./accept.ts";
+import type { DecoyKind } from "../cases/decoy.ts";
 import { formatTimestamp } from "../common/timestamp.ts";
 import { BODY_LIMIT, type BodyResult, withBody } from "./body.ts";
 import type { ChallengeGate, ChallengeVerdict } from "../challenge/altcha.ts";
@@ -29,13 +37,15 @@ import type { Cidr } from "../common/ip.ts";
 import { describeError, type Logger } from "../log/logger.ts";
 import { outcome } from "../log/tally.ts";
 import { type RateLimiter, rateLimitKey } from "../net/rate_limit.ts";
-import { type ErrorCode, ERRORS } from "./errors.ts";
+import { type ErrorCode, ERRORS, FOLLOW_UP_REFUSALS } from "./errors.ts";
 import { decodeJson, isRecord } from "../common/json.ts";
 import { parseSubmission, type SubmissionResult } from "../form/submission.ts";
 import { type Block, blockableSender, type Sender } from "../spam/block_list.ts";
 import { HELD_SPAM_ERROR, heldRecord } from "../spam/held_record.ts";
 import { looksLikeSpam } from "../learn/classifier.ts";
 import type { OutboxSubmission } from "../storage/outbox.ts";
+import { keptName } from "../storage/attachments.ts";
+import { type FollowUpRefusal, followUpRefusal } from "../storage/store.ts";
 
 /** Everything the contact pipeline touches outside itself. */
 export interface ContactDeps extends AcceptDeps {
@@ -98,14 +108,15 @@ export interface ContactDeps extends AcceptDeps {
   readonly cases?: NonNullable<AcceptDeps["cases"]> & DecoyDesk;
   /**
    * A write-back to a decoy's page (lib/cases/decoy.ts): a valid one is shown on that page only,
-   * never kept, recorded or sent, and answered as a follow-up's success (lib/http/case_route.ts).
+   * never kept, recorded or sent, and answered as a follow-up's success (lib/http/case_route.ts);
+   * `false` when the page takes no more (its cap, as a real case's: answered `case_waiting`).
    */
-  readonly decoy?: ((post: { ts: string; text: string }) => void) | undefined;
+  readonly decoy?: ((post: { ts: string; text: string }) => boolean) | undefined;
 }
 
 /** What makes a decoy's `case_url` (lib/cases/case_book.ts `CaseBook.decoy`). */
 export interface DecoyDesk {
-  decoy(first?: { ts: string; message: string }): Promise<string>;
+  decoy(first?: { ts: string; message: string }, kind?: DecoyKind): Promise<string>;
 }
 
 /** The TCP peer as `Deno.serve` reports it. */
@@ -179,7 +190,15 @@ export function handleContact(
     request,
     BODY_LIMIT,
     deps.bodyDeadline(nowMs),
-    (body) => withinBody(deps, body, context),
+    // What the rules throw is an internal error, whatever it is: only a failed read may be the
+    // client's going away.
+    (body) => {
+      try {
+        return withinBody(deps, body, context);
+      } catch (error) {
+        return internalError(deps.log, request, error, style);
+      }
+    },
     (error) =>
       clientGone(error)
         ? abandoned(
@@ -203,15 +222,23 @@ interface Context {
   readonly answer: Answers;
   readonly ip: string;
   readonly nowMs: number;
-  /** The files a post with files brought, `claimed` once {@linkcode accept} took them. */
-  readonly files?: { readonly list: readonly ReceivedFile[]; claimed: boolean };
+  /**
+   * The files a post with files brought, `claimed` once {@linkcode accept} took them; given back
+   * ({@linkcode releaseFiles}) when the row that was to keep them, submission `keptFor`'s, was not
+   * committed.
+   */
+  readonly files?: {
+    readonly list: readonly ReceivedFile[];
+    claimed: boolean;
+    keptFor?: string | undefined;
+  };
 }
 
 /**
  * A multipart post to a form that takes files: read as a stream (lib/http/files_post.ts), then
  * the same rules as any form post. Files a refused, honeypot or blocked sender's post brought are
  * removed once it is answered; an accepted one's go with it, and so do those of one the spam
- * filter held (kept for its release).
+ * filter held (kept for its release), unless its row was not committed ({@linkcode releaseFiles}).
  */
 async function withFiles(
   deps: ContactDeps,
@@ -255,7 +282,7 @@ async function withFiles(
   }
   const form = formPost(post.pairs, deps.allowedOrigins, page);
   const proof = deps.challenge === undefined ? undefined : form.proofs[deps.challenge.field];
-  const files = { list: post.files, claimed: false };
+  const files: NonNullable<Context["files"]> = { list: post.files, claimed: false };
   try {
     return await _afterParse(
       deps,
@@ -269,7 +296,12 @@ async function withFiles(
     );
   } finally {
     if (!files.claimed) {
-      removeFiles(attachments.spool, post.files).catch((error) =>
+      // Given back after they were named as kept (lib/storage/attachments.ts): those names too.
+      const { keptFor } = files;
+      const kept = keptFor === undefined
+        ? []
+        : post.files.map((file, idx) => ({ ...file, stored: keptName(keptFor, idx) }));
+      removeFiles(attachments.spool, [...post.files, ...kept]).catch((error) =>
         deps.log("error", { event: "files_remove_failed", error: describeError(error) })
       );
     }
@@ -372,7 +404,7 @@ function _afterParse(
     // Its decoy page shows its message (if it sent one) as a real page would.
     const { message } = parsed;
     const ts = formatTimestamp(new Date(context.nowMs));
-    return decoyCase(deps, message === undefined ? undefined : { ts, message })
+    return decoyCase(deps, message === undefined ? undefined : { ts, message }, "honeypot")
       .then((caseUrl) => answers.success(caseUrl));
   }
   // A body that could not be decoded has no proof to check: its 400 comes first.
@@ -420,8 +452,11 @@ function afterChallenge(
   const { ip, nowMs, request } = context;
   const ts = formatTimestamp(new Date(nowMs));
   if (deps.decoy !== undefined) {
-    // Written back on a decoy's page: shown there as on a real one, and nowhere else.
-    deps.decoy({ ts, text: parsed.submission.message });
+    // Written back on a decoy's page: shown there as on a real one, and nowhere else; past its
+    // cap refused as a real case refuses (checked again here: posts may race past the route's).
+    if (!deps.decoy({ ts, text: parsed.submission.message })) {
+      return refuseFollowUp(deps.log, answers, "case_waiting");
+    }
     outcome(deps.log, 200, "decoy_follow_up");
     return answers.success();
   }
@@ -446,12 +481,18 @@ function afterChallenge(
   };
   const held = block ??
     (deps.spam?.hold === true && looksLikeSpam(spamScore) ? "filter" as const : undefined);
-  // A blocked sender's files are removed (withFiles); the filter's hold keeps them, as accept does.
+  // A blocked sender's files are removed (withFiles); the filter's hold keeps them, as accept does
+  // (given back when nothing was committed).
+  const release = (id: string) => releaseFiles(context, id);
   const accepted = held === undefined
-    ? accept(deps, answers, claimFiles(scored, context))
-    : hold(deps, held === "filter" ? claimFiles(scored, context) : scored, held)
-      .then(async (caseUrl) =>
-        answers.success(caseUrl ?? await decoyCase(deps, { ts, message: fields.message }))
+    ? accept(deps, answers, claimFiles(scored, context), release)
+    : hold(deps, held === "filter" ? claimFiles(scored, context) : scored, held, release)
+      .then(async (kept) =>
+        "refused" in kept
+          ? refuseFollowUp(deps.log, answers, FOLLOW_UP_REFUSALS[kept.refused])
+          : answers.success(
+            kept.caseUrl ?? await decoyCase(deps, { ts, message: fields.message }, "blocked"),
+          )
       );
   return accepted.catch((error) => internalError(deps.log, request, error, context.style));
 }
@@ -465,6 +506,18 @@ function claimFiles(fields: Accepted, context: Context): Accepted {
 }
 
 /**
+ * Gives back the files {@linkcode claimFiles} claimed when the row that was to keep them
+ * (submission `id`'s: its outbox row, its held row) was not committed, so nothing lists them:
+ * withFiles then removes them, under their names as received and as kept for `id`.
+ */
+function releaseFiles(context: Context, id: string): void {
+  const { files } = context;
+  if (files === undefined || !files.claimed) return;
+  files.claimed = false;
+  files.keptFor = id;
+}
+
+/**
  * The `case_url` of a success that opened no case (a honeypot hit, a blocked sender's
  * submission), so it looks like any other: a decoy's page (lib/cases/decoy.ts), which reads like
  * a real one, showing `first` (the sender's message), and takes writing that reaches nobody.
@@ -475,13 +528,14 @@ function claimFiles(fields: Accepted, context: Context): Accepted {
 async function decoyCase(
   deps: ContactDeps,
   first: { ts: string; message: string } | undefined,
+  kind: DecoyKind,
 ): Promise<string | undefined> {
   const { cases } = deps;
   if (cases === undefined || deps.followUp !== undefined || deps.decoy !== undefined) {
     return undefined;
   }
   try {
-    return casePath(await cases.decoy(first));
+    return casePath(await cases.decoy(first, kind));
   } catch (error) {
     deps.log("error", { event: "decoy_failed", error: describeError(error) });
     return casePath(newToken());
@@ -494,14 +548,29 @@ async function decoyCase(
  * answered as a success (the caller answers), like a honeypot hit. One the filter held is kept
  * with a real case opened and its files kept in the same transaction (its record lists them):
  * resolves with its page's path (`undefined`: none, a decoy is answered). Logged as `held_spam`
- * (with its id and the kind of block, never the key), tallied like the refusals.
+ * (with its id and the kind of block, never the key), tallied like the refusals. A follow-up the
+ * filter held is kept before its record is written: its case may refuse it as it commits (the
+ * cap's race, an erasure), and then nothing of it is recorded or kept (`release`: its files).
  */
 async function hold(
   deps: ContactDeps,
   fields: Accepted,
   block: Block | "filter",
-): Promise<string | undefined> {
+  release: (id: string) => void,
+): Promise<Held> {
   const id = deps.newId();
+  const { spamFeatures, ...kept } = fields;
+  const submission = {
+    ...kept,
+    id,
+    ...(deps.followUp === undefined ? {} : { followUp: deps.followUp }),
+  };
+  const keep = () =>
+    block === "filter"
+      ? _keepHeld(deps, submission, spamFeatures, release)
+      : Promise.resolve({ caseUrl: undefined });
+  const early = deps.followUp === undefined ? undefined : await keep();
+  if (early !== undefined && "refused" in early) return early;
   let stored = true;
   try {
     await deps.append(heldRecord({
@@ -516,19 +585,16 @@ async function hold(
     stored = false;
     deps.log("error", { event: "backup_write_failed", id, error: describeError(error) });
   }
-  const { spamFeatures, ...kept } = fields;
-  const submission = {
-    ...kept,
-    id,
-    ...(deps.followUp === undefined ? {} : { followUp: deps.followUp }),
-  };
-  const caseUrl = block === "filter" ? await _keepHeld(deps, submission, spamFeatures) : undefined;
+  const held = early ?? await keep();
   deps.onStorage(stored);
   const by = block === "filter" ? "filter" : block.kind;
   deps.log("info", { event: "contact", status: 200, result: "held_spam", id, block: by });
   deps.count?.("held_spam");
-  return caseUrl;
+  return held;
 }
+
+/** What became of a held submission: kept (its case's path, if any), or refused by its case. */
+type Held = { readonly caseUrl: string | undefined } | { readonly refused: FollowUpRefusal };
 
 /**
  * A submission the learned spam filter held (`SPAM_FILTER=hold`): kept for its release from the
@@ -537,28 +603,33 @@ async function hold(
  * teaches (`features`: those it was scored by); and its files' rows, named as kept, as an
  * accepted submission's (sent after its notification once released; retention, `forget` and
  * `export --files` reach them while held). Resolves with its case's path (none for a follow-up,
- * nor while cases are off); a failure is logged (`spam_hold_failed`), the record stays and a
- * decoy is answered.
+ * nor while cases are off). When nothing was committed its files are given back (`release`); a
+ * follow-up its case refused (lib/storage/store.ts `followUpRefusal`) resolves with why, any
+ * other failure is logged (`spam_hold_failed`), the record stays and a decoy is answered.
  */
 async function _keepHeld(
   deps: ContactDeps,
   submission: OutboxSubmission,
   features: readonly string[] | undefined,
-): Promise<string | undefined> {
+  release: (id: string) => void,
+): Promise<Held> {
   try {
     const { calls, caseUrl } = await writtenWith(deps, submission, features);
     // Its release sends it unmarked (without its score): its files are not sent silently either.
     const { spamScore: _score, ...unscored } = submission;
     const files = await keptFiles(deps, unscored);
     await deps.spam?.keepHeld(submission, submission.spamScore ?? 1, [...calls, ...files]);
-    return caseUrl;
+    return { caseUrl };
   } catch (error) {
+    release(submission.id);
+    const refused = followUpRefusal(error);
+    if (refused !== undefined) return { refused };
     deps.log("error", {
       event: "spam_hold_failed",
       id: submission.id,
       error: describeError(error),
     });
-    return undefined;
+    return { caseUrl: undefined };
   }
 }
 

@@ -209,15 +209,31 @@ export interface ErasureDeps {
   /** The other files beside the backup file, each asked to forget too. */
   readonly extra?: readonly KeptFile[];
   /**
-   * Told, right before the rewritten backup file takes its place, what is removed by then (its
-   * records, and the pending submissions given up before) and the new file's identity
-   * (`dev:ino`): noted durably, it lets a run again after a crash right after the rename say what
-   * this one removed (lib/storage/forget_request.ts). A rejection stops the erasure there.
+   * Told what is erased by then, to note durably, at each point after which a crash leaves
+   * something a run again could not find: after the outbox's part, right before the rewritten
+   * backup file takes its place, and after the chat ledger's part, before the other files'. It
+   * lets a run again say what this one removed, and finish it (lib/storage/forget_request.ts).
+   * A rejection stops the erasure there. Never told on a dry run.
    */
-  readonly beforeRename?: (
-    removed: { readonly records: number; readonly pending: number },
-    identity: string,
-  ) => Promise<void>;
+  readonly noteProgress?: (progress: ErasureProgress) => Promise<void>;
+  /**
+   * The submission ids an interrupted run of this erasure had found (noted by its
+   * `noteProgress`): their records and outbox rows may be gone by now, so they count as found:
+   * their follow-ups, chat ledger entries and parts of the other files go too.
+   */
+  readonly found?: Iterable<string>;
+}
+
+/** What an erasure removed by a point ({@linkcode ErasureDeps.noteProgress}). */
+export interface ErasureProgress {
+  /** Records of the backup file: 0 before its rename. */
+  readonly records: number;
+  /** Submissions given up (committed before the note). */
+  readonly pending: number;
+  /** Every submission id found: in the outbox, the backup file, and `found`. */
+  readonly ids: ReadonlySet<string>;
+  /** The rewritten backup file's identity (`dev:ino`), once there is one; else "". */
+  readonly file: string;
 }
 
 /**
@@ -290,6 +306,12 @@ export async function erase(
   if (!dryRun && deps.outbox.forget !== undefined) await deps.outbox.forget(ids);
   /** What the outbox gave up already. */
   const givenUp = new Set(ids);
+  // What an interrupted run found, which neither the outbox nor the backup file may hold now.
+  for (const id of deps.found ?? []) ids.add(id);
+  // Noted at each point after which a run again could not find what went (see noteProgress).
+  const note = dryRun ? undefined : deps.noteProgress;
+  let renamedTo = "";
+  await note?.({ records: 0, pending, ids, file: renamedTo });
   // With the file to itself: lines appended meanwhile go to the new file, after the rename. A
   // temporary file a crashed rewrite left (it may hold what is erased now) goes first.
   // A follow-up's record comes after its case's first one: found by then, it goes with it.
@@ -303,20 +325,22 @@ export async function erase(
   };
   const { removed } = await deps.appender.exclusive(async () => {
     if (!dryRun) await removeIfPresent(deps.fs, rewritePath(deps.path));
-    const noted = deps.beforeRename;
     return await rewriteBackup(
       deps.fs,
       deps.path,
       keep,
       deps.log,
       dryRun,
-      noted && ((outcome, identity) => noted({ records: outcome.removed, pending }, identity)),
+      note &&
+        ((outcome, identity) =>
+          note({ records: outcome.removed, pending, ids, file: renamedTo = identity })),
     );
   });
   // Follow-ups still waiting of a case found only in the backup file (a contact or an address
   // named its first submission): given up and gone too.
   pending += await _eraseFollowUps(deps, ids, givenUp, dryRun);
   const chat = deps.ledger === undefined ? {} : await _eraseLedger(deps, match, ids, dryRun);
+  await note?.({ records: removed, pending, ids, file: renamedTo });
   const extra: Record<string, number> = {};
   for (const file of deps.extra ?? []) {
     if (file.forget !== undefined) extra[file.name] = await file.forget(match, ids, dryRun);

@@ -42,19 +42,35 @@ export interface ForgetRequest {
   readonly match: ForgetMatch;
   readonly dryRun: boolean;
   /**
-   * What a run of it that a crash interrupted had removed, noted right before its rewritten
-   * backup file took the old one's place (`file`: that file's `dev:ino`): counted in the answer
-   * of the run again, which finds none of it: its pending submissions (given up before), and its
-   * records if the backup file is that file (the rename was done).
+   * What a run of it that a crash interrupted had removed, noted as it went (lib/storage/erasure.ts
+   * `noteProgress`: after the outbox's part, right before its rewritten backup file took the old
+   * one's place, `file` being that file's `dev:ino`, and before the other files'): counted in the
+   * answer of the run again, which finds none of it: its pending submissions (given up before),
+   * and its records if the backup file is that file (the rename was done). The submission ids it
+   * had found (`ids`) count as found by the run again, so their follow-ups, chat ledger entries
+   * and parts of the other files (cases, files, spam lessons, replies) still go; those files'
+   * counts are what the run again removed of them.
    */
   readonly done?: ForgetDone;
 }
 
-/** What an interrupted run of a request removed by its rename (see {@linkcode ForgetRequest}). */
+/**
+ * At most this many submission ids are noted of a run ({@linkcode ForgetDone}): 8 characters
+ * each, about 1.1 MB in the request's row, written three times per erasure. A forget that finds
+ * more (one address's flood) notes how many more (`unnoted`); a run again after a crash logs
+ * `forget_ids_unnoted`: their other files' parts may be left (retention removes them in time).
+ */
+export const FORGET_NOTED_IDS_CAP = 100_000;
+
+/** What an interrupted run of a request removed by then (see {@linkcode ForgetRequest}). */
 export interface ForgetDone {
   readonly records: number;
   readonly pending: number;
   readonly file: string;
+  /** The submission ids it had found, at most {@linkcode FORGET_NOTED_IDS_CAP}. */
+  readonly ids: readonly string[];
+  /** How many more ids it had found than `ids` holds, at most (`forget_ids_unnoted`). */
+  readonly unnoted: number;
 }
 
 /** The `requests` row kind of a forget. */
@@ -93,14 +109,32 @@ export function parseRequest(text: string): ForgetRequest | { readonly error: st
   }
   const match = parseForgetMatch(value.by as ForgetMatch["by"], value.value);
   if ("error" in match) return match;
-  const done = value.done;
-  const noted = isRecord(done) && Number.isSafeInteger(done.records) &&
-    Number.isSafeInteger(done.pending) && typeof done.file === "string";
+  const done = _parseDone(value.done);
   return {
     nonce: value.nonce,
     match,
     dryRun: value.dry_run,
-    ...(noted ? { done: done as unknown as ForgetDone } : {}),
+    ...(done === undefined ? {} : { done }),
+  };
+}
+
+/** A request's `done` note, `undefined` when there is none it can read. */
+function _parseDone(done: unknown): ForgetDone | undefined {
+  if (
+    !isRecord(done) || !Number.isSafeInteger(done.records) ||
+    !Number.isSafeInteger(done.pending) || typeof done.file !== "string"
+  ) {
+    return undefined;
+  }
+  const ids = Array.isArray(done.ids)
+    ? done.ids.filter((id): id is string => typeof id === "string")
+    : [];
+  return {
+    records: done.records as number,
+    pending: done.pending as number,
+    file: done.file,
+    ids: ids.slice(0, FORGET_NOTED_IDS_CAP),
+    unnoted: Number.isSafeInteger(done.unnoted) ? done.unnoted as number : 0,
   };
 }
 
@@ -208,9 +242,10 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
 }
 
 /**
- * The erasure `request` (row `seq`) asks for, what it removed noted in its row right before its
- * backup file's rename; its outcome counts what an earlier run a crash interrupted had removed
- * (`request.done`), which this one cannot find any more.
+ * The erasure `request` (row `seq`) asks for, what it removed and the ids it found noted in its
+ * row as it goes (lib/storage/erasure.ts `noteProgress`); its outcome counts what an earlier run
+ * a crash interrupted had removed (`request.done`), which this one cannot find any more, and the
+ * ids that run found count as found (the other files' counts are what this run removed of them).
  */
 async function _eraseNoted(
   deps: ForgetServiceDeps,
@@ -218,21 +253,31 @@ async function _eraseNoted(
   request: ForgetRequest,
 ): Promise<ErasureOutcome> {
   const earlier = await _earlier(deps, request.done);
+  if (earlier.unnoted > 0) {
+    deps.log("warn", { event: "forget_ids_unnoted", count: earlier.unnoted });
+  }
   const outcome = await erase(
     {
       ...deps,
-      beforeRename: (removed, file) =>
-        deps.store.run("requests.progress", {
+      found: earlier.ids,
+      noteProgress: (progress) => {
+        // `progress.ids` holds `earlier.ids` (found): those beyond the cap are counted, not noted.
+        const ids = [...progress.ids].slice(0, FORGET_NOTED_IDS_CAP);
+        const done: ForgetDone = {
+          records: earlier.records + progress.records,
+          pending: earlier.pending + progress.pending,
+          // No rename yet: the backup file is still the one `earlier.records` (if any) were of.
+          file: progress.file !== "" || earlier.records === 0
+            ? progress.file
+            : request.done?.file ?? "",
+          ids,
+          unnoted: earlier.unnoted + progress.ids.size - ids.length,
+        };
+        return deps.store.run("requests.progress", {
           seq,
-          body: encodeRequest({
-            ...request,
-            done: {
-              records: earlier.records + removed.records,
-              pending: earlier.pending + removed.pending,
-              file,
-            },
-          }),
-        }),
+          body: encodeRequest({ ...request, done }),
+        });
+      },
     },
     request.match,
     request.dryRun,
@@ -247,20 +292,24 @@ async function _eraseNoted(
 /**
  * What an interrupted run removed: the pending submissions it gave up (committed before its
  * note), and its records if the backup file is the one it renamed into place (else the rename
- * never came, and this run removes them again).
+ * never came, and this run removes them again); and the ids it found, and how many it could not
+ * note.
  */
 async function _earlier(
   deps: Pick<ForgetServiceDeps, "fs" | "path">,
   done: ForgetDone | undefined,
-): Promise<{ records: number; pending: number }> {
-  if (done === undefined) return { records: 0, pending: 0 };
+): Promise<
+  { records: number; pending: number; ids: readonly string[]; unnoted: number }
+> {
+  if (done === undefined) return { records: 0, pending: 0, ids: [], unnoted: 0 };
   let renamed = false;
   try {
     renamed = done.file !== "" && fileIdentity(await deps.fs.lstat(deps.path)) === done.file;
   } catch {
     // No backup file: that run's is gone, and what it removed cannot be told.
   }
-  return { records: renamed ? done.records : 0, pending: done.pending };
+  const { pending, ids, unnoted } = done;
+  return { records: renamed ? done.records : 0, pending, ids, unnoted };
 }
 
 /** What the command's side needs. */

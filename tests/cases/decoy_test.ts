@@ -5,6 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { MAX_UNANSWERED } from "../../lib/cases/waiting.ts";
 import { CaseBook } from "../../lib/cases/case_book.ts";
 import { DECOY_KEY, DECOY_LIMITS, DecoyPages } from "../../lib/cases/decoy.ts";
 import { isTokenShape, newToken } from "../../lib/cases/token.ts";
@@ -54,6 +55,26 @@ Deno.test("what decoy pages show is bounded in pages and characters, the oldest 
   assert.deepEqual([long, d].map((t) => pages.posts(t).length), [0, 1], "a write-back counts");
   assert.ok(pages.isDecoy(a), "forgotten, still a decoy's page");
   assert.ok(DECOY_LIMITS.pages > 0 && DECOY_LIMITS.chars >= 10 * 8000, "room for a full page");
+});
+
+Deno.test("a decoy page takes at most MAX_UNANSWERED posts, as a real case does: the one past it is refused and not shown", () => {
+  const pages = new DecoyPages(key(1));
+  const token = pages.issue({ ts: "2026-11-27T10:00:00Z", text: "first" });
+  const taken = Array.from(
+    { length: MAX_UNANSWERED },
+    (_, i) => pages.add(token, { ts: "2026-11-27T10:01:00Z", text: `more ${i}` }),
+  );
+  assert.deepEqual(taken, [...Array(MAX_UNANSWERED - 1).fill(true), false]);
+  assert.equal(pages.posts(token).length, MAX_UNANSWERED);
+});
+
+Deno.test("a flood of honeypot hits cannot push a blocked sender's decoy page out: each kind has its own memory", () => {
+  const pages = new DecoyPages(key(1), undefined, { pages: 2, chars: 100 });
+  const blocked = pages.issue({ ts: "2026-11-27T10:00:00Z", text: "mine" }, "blocked");
+  for (let i = 0; i < 10; i++) pages.issue({ ts: "2026-11-27T10:00:00Z", text: `bot ${i}` });
+  assert.deepEqual(pages.posts(blocked).map(({ text }) => text), ["mine"]);
+  assert.ok(pages.add(blocked, { ts: "2026-11-27T10:01:00Z", text: "again" }));
+  assert.equal(pages.posts(blocked).length, 2, "written back in its own memory");
 });
 
 Deno.test("the decoy key is made once and kept in the database: a book opened later knows the earlier decoys, with no row for any", async () => {

@@ -134,6 +134,26 @@ Deno.test("writing back to a decoy page is answered as on a real case's, and sho
   });
 });
 
+Deno.test("write-backs racing past the route's check to a decoy page's cap are refused as a real case's are (429 case_waiting): the page takes no more than a real one", async () => {
+  await withCases(async ({ handler }) => {
+    const decoy =
+      (await (await handler(post({ message: "hi", website: "x" }, {}, fresh()), PEER)).json())
+        .case_url;
+    for (let i = 2; i < MAX_UNANSWERED; i++) {
+      assert.equal((await handler(jsonWriteBack(decoy, { message: `m${i}` }), PEER)).status, 200);
+    }
+    // One short of the cap: both pass the route's check before either is shown.
+    const racing = await Promise.all(
+      [1, 2].map(async () => (await handler(jsonWriteBack(decoy, { message: "r" }), PEER))),
+    );
+    const answers = await Promise.all(racing.map(async (r) => [r.status, await r.json()]));
+    assert.deepEqual(answers.map(([status]) => status).sort(), [200, 429]);
+    assert.equal(answers.find(([status]) => status === 429)![1].error, "case_waiting");
+    const page = await (await handler(read(decoy), PEER)).text();
+    assert.equal(page.split('<div class="post sender">').length - 1, MAX_UNANSWERED);
+  });
+});
+
 Deno.test("a blocked sender's case_url is a decoy page showing its message; what it writes back there reaches nobody", async () => {
   const now = Date.parse("2026-11-22T14:03:09.500Z");
   const spammer = { id: "s1", ip: "198.51.100.9", contact: "spam@example.org" };

@@ -4,14 +4,11 @@
  * held submission's) is exactly those, so a press teaches what the submission was scored by.
  */
 import assert from "node:assert/strict";
-import { createHandler, type HandlerDeps } from "../../lib/http/handler.ts";
+import { createHandler } from "../../lib/http/handler.ts";
 import type { AcceptSpam } from "../../lib/http/accept.ts";
-import { parseCidr } from "../../lib/common/ip.ts";
-import { RateLimiter } from "../../lib/net/rate_limit.ts";
-import { postBudget } from "../../lib/http/budgets.ts";
-import { parseConfig } from "../../lib/config/config.ts";
 import { features } from "../../lib/learn/features.ts";
 import { SpamFilter } from "../../lib/spam/spam_filter.ts";
+import { storeHandlerDeps } from "../support/store_handler.ts";
 import { withTempStore } from "../support/temp_store.ts";
 import { PEER, post } from "../support/handler_setup.ts";
 import { madeUp } from "../support/spam_texts.ts";
@@ -41,21 +38,10 @@ Deno.test("an accepted or held submission's lesson keeps exactly the features it
       hold: true,
     };
     const ids = ["scored1", "scored2"];
-    const deps: HandlerDeps = {
-      now: () => NOW,
-      trustedProxies: [parseCidr("127.0.0.1/8")!],
-      limiter: new RateLimiter(postBudget(parseConfig({}).rateLimit)),
-      queue: { submit: () => Promise.resolve({ ok: true }) },
-      outbox: {
-        add: async (_submission, also = []) => void await store.transaction(also),
-        recordedSoon: () => Promise.resolve(),
-      },
+    const deps = storeHandlerDeps(store, NOW, {
       newId: () => ids.shift()!,
-      append: () => Promise.resolve(),
-      log: () => {},
-      bodyDeadline: () => new AbortController().signal,
       spam,
-    };
+    });
     const handler = createHandler(deps);
     const message = { name: "Ann", contact: "ann@example.org", message: "hello there" };
     for (let i = 0; i < 2; i++) await (await handler(post(message), PEER)).body?.cancel();

@@ -6,12 +6,8 @@
  * retention and `export --files` while held. A blocked sender's files are removed, as a honeypot hit's are.
  */
 import assert from "node:assert/strict";
-import { createHandler, type HandlerDeps } from "../../lib/http/handler.ts";
+import { createHandler } from "../../lib/http/handler.ts";
 import type { AcceptSpam } from "../../lib/http/accept.ts";
-import { parseCidr } from "../../lib/common/ip.ts";
-import { RateLimiter } from "../../lib/net/rate_limit.ts";
-import { postBudget } from "../../lib/http/budgets.ts";
-import { parseConfig } from "../../lib/config/config.ts";
 import { filesDirectory, openSpool, type Spool } from "../../lib/files/spool.ts";
 import { copyOut, recordFiles } from "../../lib/files/export_files.ts";
 import { keepingAttachments, keptAttachments, keptName } from "../../lib/storage/attachments.ts";
@@ -19,6 +15,7 @@ import { SpamFilter } from "../../lib/spam/spam_filter.ts";
 import type { Block } from "../../lib/spam/block_list.ts";
 import { looksLikeSpam } from "../../lib/learn/classifier.ts";
 import type { Store } from "../../lib/storage/store.ts";
+import { storeHandlerDeps } from "../support/store_handler.ts";
 import { withTempStore } from "../support/temp_store.ts";
 import { PEER } from "../support/handler_setup.ts";
 
@@ -52,25 +49,15 @@ async function heldWorld(store: Store, spool: Spool, block?: Block) {
   };
   const lines: string[] = [];
   const ids = ["heldfile1", "heldfile2"];
-  const deps: HandlerDeps = {
-    now: () => NOW,
-    trustedProxies: [parseCidr("127.0.0.1/8")!],
-    limiter: new RateLimiter(postBudget(parseConfig({}).rateLimit)),
-    queue: { submit: () => Promise.resolve({ ok: true }) },
-    outbox: {
-      add: async (_submission, also = []) => void await store.transaction(also),
-      recordedSoon: () => Promise.resolve(),
-    },
+  const deps = storeHandlerDeps(store, NOW, {
     newId: () => ids.shift() ?? "heldfile9",
     append: (line) => (lines.push(line), Promise.resolve()),
-    log: () => {},
-    bodyDeadline: () => new AbortController().signal,
     spam,
     attachments: { maxBytes: 1_000_000, kinds: new Set(["pdf"]), spool },
     keepingFiles: (submission) =>
       keepingAttachments(spool, submission, { silent: looksLikeSpam(submission.spamScore) }),
     ...(block === undefined ? {} : { blocks: { match: () => block } }),
-  };
+  });
   return { filter, lines, handler: createHandler(deps) };
 }
 

@@ -157,3 +157,19 @@ Deno.test("a body still arriving when the service stops is answered 503 stopping
   );
   assert.equal(late.status, 503);
 });
+
+Deno.test("what the rules after the body throw is an internal error, even an error that looks like the client's going away", async () => {
+  const { handler, state } = setup({
+    blocks: {
+      match: () => {
+        throw new Deno.errors.BadResource("a defect of contactd's, not the client's");
+      },
+    },
+  });
+  const response = await handler(post({ message: "hello", contact: "ann@example.org" }), PEER);
+  assert.equal(response.status, 500);
+  assert.deepEqual(
+    state.logs.map(({ event }) => event).filter((e) => e !== "summary"),
+    ["internal_error"],
+  );
+});

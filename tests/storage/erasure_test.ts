@@ -8,6 +8,7 @@ import {
   erase,
   type ErasureDeps,
   ForgottenIds,
+  type KeptFile,
   matches,
   parseForgetMatch,
 } from "../../lib/storage/erasure.ts";
@@ -17,6 +18,7 @@ import {
   encodeAnswer,
   encodeRequest,
   FORGET_ANSWER_WAIT_MS,
+  FORGET_NOTED_IDS_CAP,
   FORGET_REQUEST,
   parseAnswer,
   parseRequest,
@@ -327,10 +329,22 @@ Deno.test("forget while the service runs: the command's request is performed by 
   await outbox.close();
 });
 
-Deno.test("a forget the service was killed doing, right before or right after its backup file's rename, answers at the next start what it removed, never twice", async () => {
+Deno.test("a forget the service was killed doing, right before or right after its backup file's rename, answers at the next start what it removed, never twice, and still erases the other files' parts of the submissions it had found", async () => {
   for (const killedAt of ["before the rename", "after the rename"] as const) {
     const { memory, outbox, c } = await files();
     await using temp = await openTempStore();
+    // Another file holding a part of c (its case, say), asked after the rename: by the next start
+    // neither the outbox nor the backup file holds c any more (found only in the backup file
+    // is the same), so only the interrupted run's note can name it. Found by review.
+    const held = new Set([c.id]);
+    const told: string[][] = [];
+    const cases: KeptFile = {
+      name: "cases",
+      forget: (_match, ids) => {
+        told.push([...ids]);
+        return Promise.resolve([...ids].filter((id) => held.delete(id)).length);
+      },
+    };
     const request = { nonce: "n-1", match: match("id", c.id), dryRun: false };
     const seq = await temp.run("requests.add", {
       kind: FORGET_REQUEST,
@@ -347,18 +361,19 @@ Deno.test("a forget the service was killed doing, right before or right after it
       killed.resolve();
       return new Promise<void>(() => {});
     });
-    void serveForgetRequest({ ...depsOf(dying, outbox).deps, store: temp });
+    void serveForgetRequest({ ...depsOf(dying, outbox).deps, store: temp, extra: [cases] });
     await killed.promise;
     assert.equal(/from Bo/.test(memory.readText(BACKUP)), killedAt === "before the rename");
+    assert.deepEqual(told, []);
 
     await temp.run("requests.reset", undefined); // the next start
     const { deps, lines } = depsOf(rewriteFs(memory).fs, outbox);
-    await serveForgetRequest({ ...deps, store: temp });
+    await serveForgetRequest({ ...deps, store: temp, extra: [cases] });
     const state = await temp.run("requests.get", { seq });
     assert.deepEqual(parseAnswer(state!.answer!), {
       nonce: "n-1",
       ok: true,
-      outcome: { records: 1, pending: 1 },
+      outcome: { records: 1, pending: 1, extra: { cases: 1 } },
     }, killedAt);
     assert.deepEqual(lines, [{
       event: "forget",
@@ -366,10 +381,82 @@ Deno.test("a forget the service was killed doing, right before or right after it
       dry_run: false,
       records: 1,
       pending: 1,
+      cases: 1,
     }]);
+    assert.deepEqual(told, [[c.id]], killedAt);
+    assert.equal(held.size, 0);
     assert.doesNotMatch(memory.readText(BACKUP), /from Bo/);
     await outbox.close();
   }
+});
+
+Deno.test("a forget the service was killed doing while it read the backup file, a pending submission given up by then, counts it at the next start and still erases the other files' parts of it", async () => {
+  const { memory, outbox, a, c } = await files();
+  memory.writeText(BACKUP, recordOf(a, true)); // c is found in the outbox only
+  await using temp = await openTempStore();
+  const request = { nonce: "n-1", match: match("id", c.id), dryRun: false };
+  const seq = await temp.run("requests.add", {
+    kind: FORGET_REQUEST,
+    body: encodeRequest(request),
+    created: "2026-11-27T10:00:00Z",
+  });
+  const held = new Set([c.id]);
+  const told: string[][] = [];
+  const cases: KeptFile = {
+    name: "cases",
+    forget: (_match, ids) => {
+      told.push([...ids]);
+      return Promise.resolve([...ids].filter((id) => held.delete(id)).length);
+    },
+  };
+  // The kill: the backup file's first call never returns (the outbox's part is done by then).
+  const killed = Promise.withResolvers<void>();
+  const { fs: dying } = rewriteFs(memory, () => {
+    killed.resolve();
+    return new Promise<void>(() => {});
+  });
+  void serveForgetRequest({ ...depsOf(dying, outbox).deps, store: temp, extra: [cases] });
+  await killed.promise;
+  assert.equal(outbox.pendingCount, 1);
+
+  await temp.run("requests.reset", undefined); // the next start
+  const { deps } = depsOf(rewriteFs(memory).fs, outbox);
+  await serveForgetRequest({ ...deps, store: temp, extra: [cases] });
+  const state = await temp.run("requests.get", { seq });
+  assert.deepEqual(parseAnswer(state!.answer!), {
+    nonce: "n-1",
+    ok: true,
+    outcome: { records: 0, pending: 1, extra: { cases: 1 } },
+  });
+  assert.deepEqual(told, [[c.id]]);
+  assert.equal(held.size, 0);
+  await outbox.close();
+});
+
+Deno.test("a forget's note of what an interrupted run found holds at most FORGET_NOTED_IDS_CAP ids; the run again takes them as found and logs how many more there were (forget_ids_unnoted)", async () => {
+  const { outbox, c } = await files();
+  await using temp = await openTempStore();
+  const many = Array.from({ length: FORGET_NOTED_IDS_CAP + 1 }, (_, i) => `x${i}`);
+  const done = { records: 0, pending: 0, file: "", ids: [c.id, ...many], unnoted: 7 };
+  const request = { nonce: "n-1", match: match("id", "nobody00"), dryRun: false };
+  const parsed = parseRequest(encodeRequest({ ...request, done }));
+  assert.ok(!("error" in parsed));
+  assert.equal(parsed.done?.ids.length, FORGET_NOTED_IDS_CAP);
+  await temp.run("requests.add", {
+    kind: FORGET_REQUEST,
+    body: encodeRequest({ ...request, done: { ...done, ids: [c.id] } }),
+    created: "2026-11-27T10:00:00Z",
+  });
+  const told: string[][] = [];
+  const cases: KeptFile = {
+    name: "cases",
+    forget: (_match, ids) => (told.push([...ids]), Promise.resolve(0)),
+  };
+  const { deps, lines } = depsOf(rewriteFs(new MemoryFs()).fs, outbox);
+  await serveForgetRequest({ ...deps, store: temp, extra: [cases] });
+  assert.deepEqual(told, [[c.id]]);
+  assert.deepEqual(lines[0], { event: "forget_ids_unnoted", count: 7 });
+  await outbox.close();
 });
 
 Deno.test("forget while the service runs: none is left behind when no answer comes; a request the service cannot read is answered as invalid, naming no value", async () => {
