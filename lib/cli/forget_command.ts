@@ -6,7 +6,8 @@
  * (lib/storage/forget_request.ts). The chat ledger's entries of those submissions go too: their
  * messages are deleted from the chat by the running service now, or, with it stopped, are left
  * in the ledger as deletions for its next start. It prints the counts; what it matched is never
- * logged.
+ * logged. Stopped part-way, it leaves its progress noted in the database, which the next forget
+ * of the same match takes over and finishes (lib/storage/forget_request.ts `eraseNoted`).
  *
  * @module
  */
@@ -30,7 +31,13 @@ import { keptCases } from "../cases/case_book.ts";
 import { searchBackupFromStart } from "../storage/recovery.ts";
 import { importFiles, oldFilesPresent } from "../upgrade/import_files.ts";
 import type { StorageFileInfo } from "../storage/file_system.ts";
-import { askService } from "../storage/forget_request.ts";
+import {
+  askService,
+  encodeRequest,
+  eraseNoted,
+  FORGET_UNFINISHED,
+  type ForgetServiceDeps,
+} from "../storage/forget_request.ts";
 import { FilesLocked, lockFiles } from "../storage/lock.ts";
 import { openOutbox, type Outbox, OUTBOX_WINDOW, OutboxEntryDamaged } from "../storage/outbox.ts";
 import { databaseHeld, databasePath, openLocalStore, type Store } from "../storage/store.ts";
@@ -152,16 +159,15 @@ async function _stopped(
   let parts: _StateParts | undefined;
   try {
     parts = await _stateParts(store, log, path);
-    const outcome = await erase(
-      {
-        ..._stoppedDeps(io, fs, path, parts.outbox),
-        pendingOnDisk: () => parts!.outbox.waiting(),
-        ...(parts.ledger === undefined ? {} : { ledger: parts.ledger }),
-        extra: parts.kept,
-      },
-      options.match,
-      options.dryRun,
-    );
+    const deps: ErasureDeps = {
+      ..._stoppedDeps(io, fs, path, parts.outbox),
+      pendingOnDisk: () => parts!.outbox.waiting(),
+      ...(parts.ledger === undefined ? {} : { ledger: parts.ledger }),
+      extra: parts.kept,
+    };
+    const outcome = store === undefined
+      ? await erase(deps, options.match, options.dryRun)
+      : await _eraseNotedStopped(io, { ...deps, store }, options);
     if (store !== undefined && outcome.records > 0) await searchBackupFromStart(store);
     return outcome;
   } catch (error) {
@@ -181,6 +187,31 @@ async function _stopped(
       }
     }
   }
+}
+
+/**
+ * The erasure with the service stopped, noted in a row of the database as the service notes its
+ * own (lib/storage/forget_request.ts `eraseNoted`): a row of an unfinished forget from the start,
+ * so that a kill, a Ctrl-C or a failure part-way leaves its note, which the next forget of the same
+ * match takes over (and this one takes over such a note left before); gone once it finishes.
+ */
+async function _eraseNotedStopped(
+  io: ForgetIo,
+  deps: ForgetServiceDeps,
+  options: ForgetOptions,
+): Promise<ErasureOutcome> {
+  const request = {
+    nonce: io.nonce?.() ?? crypto.randomUUID(),
+    match: options.match,
+    dryRun: options.dryRun,
+  };
+  const seq = await deps.store.run("requests.add", {
+    kind: FORGET_UNFINISHED,
+    body: encodeRequest(request),
+    created: io.now().toISOString(),
+    state: "working",
+  });
+  return await eraseNoted(deps, seq, request, true);
 }
 
 /** What an erasure with the service stopped works on, all in the database, and closing it. */

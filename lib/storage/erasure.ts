@@ -62,6 +62,15 @@ function _contactKey(text: string): string {
 }
 
 /**
+ * Whether `a` and `b` name the same: the same option and value (a contact whatever its case and
+ * Unicode form; ids and addresses are canonical already).
+ */
+export function sameMatch(a: ForgetMatch, b: ForgetMatch): boolean {
+  if (a.by !== b.by) return false;
+  return a.by === "contact" ? _contactKey(a.value) === _contactKey(b.value) : a.value === b.value;
+}
+
+/**
  * Whether a record (or an outbox submission: `id`, `contact`, `ip`, `fields`, `follow_up`) is one
  * `match` names: the same id, or a follow-up of that id's case (lib/cases/); the same contact
  * (case and Unicode form aside) in `contact` or as the whole value of one of its other fields; the
@@ -210,10 +219,12 @@ export interface ErasureDeps {
   readonly extra?: readonly KeptFile[];
   /**
    * Told what is erased by then, to note durably, at each point after which a crash leaves
-   * something a run again could not find: after the outbox's part, right before the rewritten
-   * backup file takes its place, and after the chat ledger's part, before the other files'. It
-   * lets a run again say what this one removed, and finish it (lib/storage/forget_request.ts).
-   * A rejection stops the erasure there. Never told on a dry run.
+   * something a run again could not find: once the outbox's matches are found, before anything
+   * is committed (`records` and `pending` 0, their ids noted), after the outbox's part, right
+   * before the rewritten backup file takes its place, and after the chat ledger's part, before
+   * the other files'. It lets a run again say what this one removed, and finish it
+   * (lib/storage/forget_request.ts). A rejection stops the erasure there. Never told on a dry
+   * run.
    */
   readonly noteProgress?: (progress: ErasureProgress) => Promise<void>;
   /**
@@ -241,8 +252,10 @@ export interface ErasureProgress {
  * sends them), then the backup records, then the chat ledger's entries of every submission
  * found (and of those it matches itself), then each {@linkcode KeptFile}'s, then the outbox
  * compacted (the database's log emptied into its file, whose deleted rows are overwritten). `dryRun`
- * only counts. Rejects when a file cannot be read or written; what was done before stays done
- * (run it again to finish).
+ * only counts. Rejects when a file cannot be read or written; what was done before stays done,
+ * and a run again finishes it: given what this one noted (`noteProgress`) as `found`, it erases
+ * the other files' parts of the submissions whose records and outbox rows are gone already
+ * (lib/storage/forget_request.ts `eraseNoted` keeps the note of a failed or interrupted run).
  */
 export async function erase(
   deps: ErasureDeps,
@@ -254,63 +267,37 @@ export async function erase(
   // a later start's recovery to write back.
   if (!dryRun) await deps.outbox.flush?.();
   let pending = 0;
-  let waitingInWindow = 0;
   /** Every submission id found, for the ledger and the other files. */
   const ids = new Set<string>();
   const pendingBefore = deps.outbox.pendingCount;
-  const inWindow = new Set<string>();
-  for (const entry of [...deps.outbox.entries()]) {
-    inWindow.add(entry.id);
-    const waiting = entry.done === false;
-    if (waiting) waitingInWindow++;
-    // Stopped: a crash left it unrecorded. Running: its sender is being answered; its record
-    // would be appended after the rewrite, so it is noted recorded and its id forgotten instead.
-    const unrecorded = entry.status === undefined &&
-      (deps.stopped === true || deps.forgotten !== undefined);
-    if (!waiting && !unrecorded) continue;
-    let submission: OutboxSubmission;
-    try {
-      submission = await deps.outbox.read(entry.id);
-    } catch (error) {
-      if (error instanceof OutboxEntryDamaged) continue; // its text is lost already
-      throw error;
-    }
-    if (!matches(match, _matched(submission))) continue;
-    const { id } = submission;
-    ids.add(id);
+  const { found, onDisk, waitingInWindow, searchedDisk } = await _findInOutbox(deps, match);
+  for (const id of [...found.keys(), ...onDisk]) ids.add(id);
+  // What an interrupted run found, which neither the outbox nor the backup file may hold now.
+  for (const id of deps.found ?? []) ids.add(id);
+  // Noted at each point after which a run again could not find what went (see noteProgress):
+  // first before anything is committed.
+  const note = dryRun ? undefined : deps.noteProgress;
+  let renamedTo = "";
+  await note?.({ records: 0, pending: 0, ids, file: renamedTo });
+  const now = () => formatTimestamp(new Date(deps.now()));
+  for (const [id, { waiting, unrecorded }] of found) {
     if (waiting) pending++;
     if (dryRun) continue;
-    deps.forgotten?.add(entry.id);
-    if (waiting) {
-      await deps.outbox.done(entry.id, formatTimestamp(new Date(deps.now())), "given_up");
-    }
-    if (unrecorded) await deps.outbox.recorded(entry.id, null);
+    deps.forgotten?.add(id);
+    if (waiting) await deps.outbox.done(id, now(), "given_up");
+    if (unrecorded) await deps.outbox.recorded(id, null);
   }
-  // Beyond the window, on disk: given up too (the outbox notes a done line for an entry it does
-  // not hold, and its refill reads the entry in as finished).
-  let searchedDisk = false;
-  if (deps.pendingOnDisk !== undefined && (pendingBefore ?? 1) > waitingInWindow) {
-    for await (const submission of deps.pendingOnDisk()) {
-      const { id } = submission;
-      if (inWindow.has(id) || !matches(match, _matched(submission))) continue;
-      ids.add(id);
-      pending++;
-      if (dryRun) continue;
-      deps.forgotten?.add(id);
-      await deps.outbox.done(id, formatTimestamp(new Date(deps.now())), "given_up");
-    }
-    searchedDisk = true;
+  for (const id of onDisk) {
+    pending++;
+    if (dryRun) continue;
+    deps.forgotten?.add(id);
+    await deps.outbox.done(id, now(), "given_up");
   }
   // Their rows go at once, text and all (beyond the window as in it): nothing of them is left for
   // a later start's recovery to write back.
-  if (!dryRun && deps.outbox.forget !== undefined) await deps.outbox.forget(ids);
   /** What the outbox gave up already. */
-  const givenUp = new Set(ids);
-  // What an interrupted run found, which neither the outbox nor the backup file may hold now.
-  for (const id of deps.found ?? []) ids.add(id);
-  // Noted at each point after which a run again could not find what went (see noteProgress).
-  const note = dryRun ? undefined : deps.noteProgress;
-  let renamedTo = "";
+  const givenUp = new Set([...found.keys(), ...onDisk]);
+  if (!dryRun && deps.outbox.forget !== undefined) await deps.outbox.forget(givenUp);
   await note?.({ records: 0, pending, ids, file: renamedTo });
   // With the file to itself: lines appended meanwhile go to the new file, after the rename. A
   // temporary file a crashed rewrite left (it may hold what is erased now) goes first.
@@ -357,6 +344,56 @@ export async function erase(
     ...chat,
     ...(deps.extra === undefined || deps.extra.length === 0 ? {} : { extra }),
   };
+}
+
+/**
+ * The outbox's submissions `match` names, nothing changed yet: those in its window (`found`,
+ * waiting or never recorded), and those waiting beyond it on disk (`onDisk`, when
+ * `pendingOnDisk` is given and more wait than the window holds).
+ */
+async function _findInOutbox(deps: ErasureDeps, match: ForgetMatch): Promise<{
+  found: Map<string, { waiting: boolean; unrecorded: boolean }>;
+  onDisk: string[];
+  waitingInWindow: number;
+  searchedDisk: boolean;
+}> {
+  let waitingInWindow = 0;
+  const pendingBefore = deps.outbox.pendingCount;
+  const inWindow = new Set<string>();
+  /** Found in the window: whether each waits for delivery, and whether it was never recorded. */
+  const found = new Map<string, { waiting: boolean; unrecorded: boolean }>();
+  for (const entry of [...deps.outbox.entries()]) {
+    inWindow.add(entry.id);
+    const waiting = entry.done === false;
+    if (waiting) waitingInWindow++;
+    // Stopped: a crash left it unrecorded. Running: its sender is being answered; its record
+    // would be appended after the rewrite, so it is noted recorded and its id forgotten instead.
+    const unrecorded = entry.status === undefined &&
+      (deps.stopped === true || deps.forgotten !== undefined);
+    if (!waiting && !unrecorded) continue;
+    let submission: OutboxSubmission;
+    try {
+      submission = await deps.outbox.read(entry.id);
+    } catch (error) {
+      if (error instanceof OutboxEntryDamaged) continue; // its text is lost already
+      throw error;
+    }
+    if (!matches(match, _matched(submission))) continue;
+    found.set(entry.id, { waiting, unrecorded });
+  }
+  // Beyond the window, on disk: given up too (the outbox notes a done line for an entry it does
+  // not hold, and its refill reads the entry in as finished).
+  const onDisk: string[] = [];
+  let searchedDisk = false;
+  if (deps.pendingOnDisk !== undefined && (pendingBefore ?? 1) > waitingInWindow) {
+    for await (const submission of deps.pendingOnDisk()) {
+      const { id } = submission;
+      if (inWindow.has(id) || !matches(match, _matched(submission))) continue;
+      onDisk.push(id);
+    }
+    searchedDisk = true;
+  }
+  return { found, onDisk, waitingInWindow, searchedDisk };
 }
 
 /** The fields of an outbox submission that {@linkcode matches} reads. */

@@ -19,6 +19,7 @@ import {
   FORGET_KINDS,
   type ForgetMatch,
   parseForgetMatch,
+  sameMatch,
 } from "./erasure.ts";
 import { searchBackupFromStart } from "./recovery.ts";
 import { fileIdentity } from "./file_system.ts";
@@ -49,7 +50,9 @@ export interface ForgetRequest {
    * and its records if the backup file is that file (the rename was done). The submission ids it
    * had found (`ids`) count as found by the run again, so their follow-ups, chat ledger entries
    * and parts of the other files (cases, files, spam lessons, replies) still go; those files'
-   * counts are what the run again removed of them.
+   * counts are what the run again removed of them. A forget that failed, or that the command
+   * was stopped doing, keeps it for the next forget of the same match
+   * ({@linkcode FORGET_UNFINISHED}).
    */
   readonly done?: ForgetDone;
 }
@@ -75,6 +78,14 @@ export interface ForgetDone {
 
 /** The `requests` row kind of a forget. */
 export const FORGET_REQUEST = "forget";
+
+/**
+ * The `requests` row kind of a forget that did not finish (it failed, or the command doing it with
+ * the service stopped was stopped): what it names and its note ({@linkcode ForgetDone}), kept
+ * until a forget of the same match finishes, which takes the note over first
+ * ({@linkcode eraseNoted}).
+ */
+export const FORGET_UNFINISHED = "forget_unfinished";
 
 /** The service's answer: what it removed, or why it could not. */
 export type ForgetAnswer =
@@ -216,7 +227,7 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
     answer = { nonce, ok: false, error: `invalid request: ${request.error}` };
   } else {
     try {
-      const outcome = await _eraseNoted(deps, row.seq, request);
+      const outcome = await eraseNoted(deps, row.seq, request);
       log("info", {
         event: "forget",
         by: request.match.by,
@@ -244,49 +255,82 @@ export async function serveForgetRequest(deps: ForgetServiceDeps): Promise<void>
 /**
  * The erasure `request` (row `seq`) asks for, what it removed and the ids it found noted in its
  * row as it goes (lib/storage/erasure.ts `noteProgress`); its outcome counts what an earlier run
- * a crash interrupted had removed (`request.done`), which this one cannot find any more, and the
- * ids that run found count as found (the other files' counts are what this run removed of them).
+ * had removed, which this one cannot find any more, and the ids that run found count as found
+ * (the other files' counts are what this run removed of them). That earlier run is the one a
+ * crash interrupted (`request.done`), else the latest unfinished forget of the same match
+ * ({@linkcode FORGET_UNFINISHED}: one that failed, or that the command was stopped doing), whose
+ * note this one takes over. When the erasure fails, its note is kept as such a row (`seq` is one
+ * already when `unfinishedRow`); once it finishes, every such row of its match goes.
  */
-async function _eraseNoted(
+export async function eraseNoted(
   deps: ForgetServiceDeps,
   seq: number,
   request: ForgetRequest,
+  unfinishedRow = false,
 ): Promise<ErasureOutcome> {
-  const earlier = await _earlier(deps, request.done);
+  const { store } = deps;
+  const unfinished = request.dryRun ? [] : await _unfinished(store, request.match);
+  const from = request.done ?? unfinished.findLast((row) => row.seq !== seq && row.done)?.done;
+  const earlier = await _earlier(deps, from);
   if (earlier.unnoted > 0) {
     deps.log("warn", { event: "forget_ids_unnoted", count: earlier.unnoted });
   }
-  const outcome = await erase(
-    {
-      ...deps,
-      found: earlier.ids,
-      noteProgress: (progress) => {
-        // `progress.ids` holds `earlier.ids` (found): those beyond the cap are counted, not noted.
-        const ids = [...progress.ids].slice(0, FORGET_NOTED_IDS_CAP);
-        const done: ForgetDone = {
-          records: earlier.records + progress.records,
-          pending: earlier.pending + progress.pending,
-          // No rename yet: the backup file is still the one `earlier.records` (if any) were of.
-          file: progress.file !== "" || earlier.records === 0
-            ? progress.file
-            : request.done?.file ?? "",
-          ids,
-          unnoted: earlier.unnoted + progress.ids.size - ids.length,
-        };
-        return deps.store.run("requests.progress", {
-          seq,
-          body: encodeRequest({ ...request, done }),
-        });
+  let noted = from;
+  let outcome: ErasureOutcome;
+  try {
+    outcome = await erase(
+      {
+        ...deps,
+        found: earlier.ids,
+        noteProgress: (progress) => {
+          // `progress.ids` holds `earlier.ids` (found): those beyond the cap are counted only.
+          const ids = [...progress.ids].slice(0, FORGET_NOTED_IDS_CAP);
+          const done: ForgetDone = {
+            records: earlier.records + progress.records,
+            pending: earlier.pending + progress.pending,
+            // No rename yet: the backup file is still the one `earlier.records` (if any) were of.
+            file: progress.file !== "" || earlier.records === 0 ? progress.file : from?.file ?? "",
+            ids,
+            unnoted: earlier.unnoted + progress.ids.size - ids.length,
+          };
+          noted = done;
+          return store.run("requests.progress", { seq, body: encodeRequest({ ...request, done }) });
+        },
       },
-    },
-    request.match,
-    request.dryRun,
-  );
+      request.match,
+      request.dryRun,
+    );
+  } catch (error) {
+    if (!unfinishedRow && noted !== undefined) {
+      await store.run("requests.add", {
+        kind: FORGET_UNFINISHED,
+        body: encodeRequest({ ...request, done: noted }),
+        created: new Date(deps.now()).toISOString(),
+        state: "failed",
+      });
+    }
+    throw error;
+  }
+  for (const row of unfinished) await store.run("requests.remove", { seq: row.seq });
   return {
     ...outcome,
     records: outcome.records + earlier.records,
     pending: outcome.pending + earlier.pending,
   };
+}
+
+/** The unfinished forgets of `match` ({@linkcode FORGET_UNFINISHED}), oldest first. */
+async function _unfinished(
+  store: ForgetServiceDeps["store"],
+  match: ForgetMatch,
+): Promise<{ seq: number; done: ForgetDone | undefined }[]> {
+  const rows = await store.run("requests.list", { kind: FORGET_UNFINISHED });
+  return rows.flatMap((row) => {
+    const request = parseRequest(row.body);
+    return "error" in request || !sameMatch(request.match, match)
+      ? []
+      : [{ seq: row.seq, done: request.done }];
+  });
 }
 
 /**

@@ -12,6 +12,9 @@ import { openLocalStore } from "../../lib/storage/store.ts";
 import { copyFixtures, FIXTURE, OLD_SUFFIXES } from "../fixtures/release_6c90727.ts";
 import { isRoot } from "../support/service.ts";
 import { fakeCliIo } from "./_cli_io.ts";
+import { forgetCommand } from "../../lib/cli/forget_command.ts";
+import { FORGET_UNFINISHED } from "../../lib/storage/forget_request.ts";
+import { denoRewriteFs, type RewriteFs } from "../../lib/storage/rewrite.ts";
 
 async function cli(args: string[], file: string) {
   const { io, out, err, revoked } = fakeCliIo({
@@ -225,6 +228,66 @@ Deno.test("forget with the service stopped removes the chat ledger's entries and
     const opened = await openLedger(store);
     assert.deepEqual(opened.pendingDeletions(), [{ chat: -100, messages: [10, 11] }]);
     assert.equal(opened.byMessage(-100, 12)?.id, "b2");
+    await store.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("forget with the service stopped notes its progress: stopped half-way after the rename, its run again still removes the files of what it had found and counts the records it removed", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/messages.jsonl`;
+  const db = databasePath(file);
+  try {
+    await Deno.writeTextFile(file, record("a1", "10.0.0.1") + record("b2", "10.0.0.2"), {
+      mode: 0o600,
+    });
+    const seeded = openLocalStore(db, { create: true });
+    const kept = { idx: 0, ts: "2026-11-20T10:00:00Z", form: null, name: "a.png", size: 1 };
+    const row = { ...kept, type: "image/png", sha256: "00", silent: false };
+    await seeded.run("files.add", {
+      files: [{ ...row, submission: "a1", stored: "a1-0" }, {
+        ...row,
+        submission: "b2",
+        stored: "b2-0",
+      }],
+    });
+    await seeded.close();
+    await Deno.mkdir(`${file}.files`);
+    for (const name of ["a1-0", "b2-0"]) await Deno.writeTextFile(`${file}.files/${name}`, "x");
+    // The backup file renamed into place, then a failure (its directory's sync): stopped there.
+    const failing: RewriteFs = {
+      ...denoRewriteFs,
+      rename: async (from, to) => {
+        await denoRewriteFs.rename(from, to);
+        throw new Error("disk I/O error");
+      },
+    };
+    const first = fakeCliIo({
+      env: (name) => name === "MESSAGES_FILE" ? file : undefined,
+      now: () => new Date(Date.UTC(2026, 10, 25)),
+    });
+    const options = { match: { by: "address", value: "10.0.0.1" }, dryRun: false } as const;
+    const code = await forgetCommand(
+      { MESSAGES_FILE: file },
+      { ...first.io, pid: 777, fs: failing },
+      options,
+    );
+    assert.equal(code, 1);
+    assert.match(first.err.at(-1)!, /stopped half-way \(run it again\): .*disk I\/O error/);
+    assert.equal(await Deno.readTextFile(file), record("b2", "10.0.0.2"), "renamed");
+
+    const again = await cli(["forget", "--address", "10.0.0.1"], file);
+    assert.equal(again.code, 0, again.err.join());
+    assert.equal(
+      again.out[0],
+      `removed 1 record(s) from ${file} and 0 pending message(s) from its outbox`,
+    );
+    assert.ok(again.out.includes("removed 1 entry of files"), again.out.join("\n"));
+    assert.deepEqual([...Deno.readDirSync(`${file}.files`)].map((entry) => entry.name), ["b2-0"]);
+    const store = openLocalStore(db, { create: false });
+    assert.deepEqual(await store.run("requests.list", { kind: FORGET_UNFINISHED }), [], "done");
+    assert.equal((await store.run("files.of", { id: "b2" })).length, 1);
     await store.close();
   } finally {
     await Deno.remove(dir, { recursive: true });

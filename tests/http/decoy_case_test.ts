@@ -134,24 +134,45 @@ Deno.test("writing back to a decoy page is answered as on a real case's, and sho
   });
 });
 
-Deno.test("write-backs racing past the route's check to a decoy page's cap are refused as a real case's are (429 case_waiting): the page takes no more than a real one", async () => {
-  await withCases(async ({ handler }) => {
-    const decoy =
-      (await (await handler(post({ message: "hi", website: "x" }, {}, fresh()), PEER)).json())
-        .case_url;
-    for (let i = 2; i < MAX_UNANSWERED; i++) {
-      assert.equal((await handler(jsonWriteBack(decoy, { message: `m${i}` }), PEER)).status, 200);
+/** A case book whose `find` holds, once `hold` is called, until `n` finds have arrived. */
+class RacingBook extends CaseBook {
+  #gate: { n: number; arrived: number; all: PromiseWithResolvers<void> } | undefined;
+  hold(n: number): void {
+    this.#gate = { n, arrived: 0, all: Promise.withResolvers() };
+  }
+  override async find(path: string) {
+    const found = await super.find(path);
+    const gate = this.#gate;
+    if (gate !== undefined) {
+      if (++gate.arrived === gate.n) gate.all.resolve();
+      await gate.all.promise;
     }
-    // One short of the cap: both pass the route's check before either is shown.
-    const racing = await Promise.all(
-      [1, 2].map(async () => (await handler(jsonWriteBack(decoy, { message: "r" }), PEER))),
-    );
-    const answers = await Promise.all(racing.map(async (r) => [r.status, await r.json()]));
-    assert.deepEqual(answers.map(([status]) => status).sort(), [200, 429]);
-    assert.equal(answers.find(([status]) => status === 429)![1].error, "case_waiting");
-    const page = await (await handler(read(decoy), PEER)).text();
-    assert.equal(page.split('<div class="post sender">').length - 1, MAX_UNANSWERED);
-  });
+    return found;
+  }
+}
+
+Deno.test("write-backs racing past the route's check to a decoy page's cap are refused as a real case's are (429 case_waiting): the page takes no more than a real one", async () => {
+  await using store = await openTempStore();
+  const book = new RacingBook(store);
+  const { handler } = setup({ cases: book, commitWith: store });
+  const decoy =
+    (await (await handler(post({ message: "hi", website: "x" }, {}, fresh()), PEER)).json())
+      .case_url;
+  for (let i = 2; i < MAX_UNANSWERED; i++) {
+    assert.equal((await handler(jsonWriteBack(decoy, { message: `m${i}` }), PEER)).status, 200);
+  }
+  // One short of the cap: both have found the page (and passed the route's check) before either
+  // is shown.
+  book.hold(2);
+  const racing = await Promise.all(
+    [1, 2].map(async () => (await handler(jsonWriteBack(decoy, { message: "r" }), PEER))),
+  );
+  const answers = await Promise.all(racing.map(async (r) => [r.status, await r.json()]));
+  assert.deepEqual(answers.map(([status]) => status).sort(), [200, 429]);
+  assert.equal(answers.find(([status]) => status === 429)![1].error, "case_waiting");
+  book.hold(1);
+  const page = await (await handler(read(decoy), PEER)).text();
+  assert.equal(page.split('<div class="post sender">').length - 1, MAX_UNANSWERED);
 });
 
 Deno.test("a blocked sender's case_url is a decoy page showing its message; what it writes back there reaches nobody", async () => {

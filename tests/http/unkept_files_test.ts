@@ -69,10 +69,18 @@ function fillCase(store: Store, caseId: string) {
   };
 }
 
-/** The spool's files once the answer's removal (not awaited) had its turn. */
+/**
+ * The spool's files once the answer's removal (not awaited) is done: polled until none is left,
+ * for at most 5 s (what is left then fails the test).
+ */
 async function spoolAfterAnswer(spool: Spool): Promise<string[]> {
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  return await spool.list();
+  const until = Date.now() + 5000;
+  let left = await spool.list();
+  while (left.length > 0 && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    left = await spool.list();
+  }
+  return left;
 }
 
 /**

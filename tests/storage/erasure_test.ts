@@ -20,6 +20,7 @@ import {
   FORGET_ANSWER_WAIT_MS,
   FORGET_NOTED_IDS_CAP,
   FORGET_REQUEST,
+  FORGET_UNFINISHED,
   parseAnswer,
   parseRequest,
   serveForgetRequest,
@@ -429,6 +430,96 @@ Deno.test("a forget the service was killed doing while it read the backup file, 
     outcome: { records: 0, pending: 1, extra: { cases: 1 } },
   });
   assert.deepEqual(told, [[c.id]]);
+  assert.equal(held.size, 0);
+  await outbox.close();
+});
+
+Deno.test("a forget that fails after its backup file's rename keeps its note: the next forget of the same match takes it over, erases the other files' parts of what it had found and counts them", async () => {
+  const { memory, outbox, c } = await files();
+  await using temp = await openTempStore();
+  const held = new Set([c.id]);
+  const told: string[][] = [];
+  let fail = true;
+  const cases: KeptFile = {
+    name: "cases",
+    forget: (_match, ids) => {
+      told.push([...ids]);
+      if (fail) return (fail = false, Promise.reject(new Error("disk I/O error")));
+      return Promise.resolve([...ids].filter((id) => held.delete(id)).length);
+    },
+  };
+  const answers = [];
+  // The run, then the person's run again (the contact written otherwise: the same match).
+  for (const [nonce, contact] of [["n-1", "bo@example.org"], ["n-2", " BO@example.org"]]) {
+    const seq = await temp.run("requests.add", {
+      kind: FORGET_REQUEST,
+      body: encodeRequest({ nonce: nonce!, match: match("contact", contact!), dryRun: false }),
+      created: "2026-11-27T10:00:00Z",
+    });
+    const { deps } = depsOf(rewriteFs(memory).fs, outbox);
+    await serveForgetRequest({ ...deps, store: temp, extra: [cases] });
+    answers.push(parseAnswer((await temp.run("requests.get", { seq }))!.answer!));
+    if (nonce === "n-1") {
+      const kept = await temp.run("requests.list", { kind: FORGET_UNFINISHED });
+      assert.equal(kept.length, 1, "the failed run's note is kept");
+    }
+  }
+  assert.deepEqual(answers, [
+    { nonce: "n-1", ok: false, error: "Error: disk I/O error" },
+    { nonce: "n-2", ok: true, outcome: { records: 1, pending: 1, extra: { cases: 1 } } },
+  ]);
+  assert.deepEqual(told, [[c.id], [c.id]]);
+  assert.equal(held.size, 0);
+  assert.deepEqual(await temp.run("requests.list", { kind: FORGET_UNFINISHED }), [], "done");
+  await outbox.close();
+});
+
+Deno.test("a forget killed right after the outbox's part is committed, before anything else, still has its ids noted: the run again erases the other files' parts", async () => {
+  const { memory, outbox, a, c } = await files();
+  memory.writeText(BACKUP, recordOf(a, true)); // c is found in the outbox only
+  await using temp = await openTempStore();
+  const request = { nonce: "n-1", match: match("id", c.id), dryRun: false };
+  const seq = await temp.run("requests.add", {
+    kind: FORGET_REQUEST,
+    body: encodeRequest(request),
+    created: "2026-11-27T10:00:00Z",
+  });
+  const held = new Set([c.id]);
+  const cases: KeptFile = {
+    name: "cases",
+    forget: (_match, ids) => Promise.resolve([...ids].filter((id) => held.delete(id)).length),
+  };
+  // The kill: the outbox's rows are deleted, and the call never returns.
+  const killed = Promise.withResolvers<void>();
+  const dying: ErasureDeps["outbox"] = {
+    entries: () => outbox.entries(),
+    read: (id) => outbox.read(id),
+    done: (...args) => outbox.done(...args),
+    recorded: (...args) => outbox.recorded(...args),
+    compact: () => outbox.compact(),
+    forget: async (ids) => {
+      await outbox.forget(ids);
+      killed.resolve();
+      return new Promise<void>(() => {});
+    },
+  };
+  void serveForgetRequest({
+    ...depsOf(rewriteFs(memory).fs, dying).deps,
+    store: temp,
+    extra: [cases],
+  });
+  await killed.promise;
+  assert.equal(outbox.get(c.id), undefined, "its row is gone");
+
+  await temp.run("requests.reset", undefined); // the next start
+  const { deps } = depsOf(rewriteFs(memory).fs, outbox);
+  await serveForgetRequest({ ...deps, store: temp, extra: [cases] });
+  const state = await temp.run("requests.get", { seq });
+  assert.deepEqual(parseAnswer(state!.answer!), {
+    nonce: "n-1",
+    ok: true,
+    outcome: { records: 0, pending: 0, extra: { cases: 1 } },
+  });
   assert.equal(held.size, 0);
   await outbox.close();
 });

@@ -2,7 +2,8 @@
  * The `requests` table: what a command asks the running service to do (an erasure, which must
  * rewrite the backup file the service appends to), and the service's answer, read back by the
  * command. A row holds what to do (`body`, JSON) until it is answered, then only the answer (the
- * erasure's counts); the command removes it once read.
+ * erasure's counts); the command removes it once read. A forget that did not finish keeps its
+ * note in a row of its own (lib/storage/forget_request.ts `FORGET_UNFINISHED`).
  *
  * @module
  */
@@ -23,11 +24,24 @@ export interface RequestState {
 
 /** The requests' operations (lib/storage/sqlite/operations.ts). */
 export const REQUESTS_OPS = {
-  /** Adds a request of `kind`; returns its number. */
-  "requests.add"(db: DatabaseSync, args: { kind: string; body: string; created: string }): number {
-    const result = prepared(db, "INSERT INTO requests (kind, body, created) VALUES (?, ?, ?)")
-      .run(args.kind, args.body, args.created);
+  /**
+   * Adds a request of `kind`, `waiting` unless `state` says otherwise (a forget the command
+   * performs itself is `working` at once); returns its number.
+   */
+  "requests.add"(
+    db: DatabaseSync,
+    args: { kind: string; body: string; created: string; state?: "working" | "failed" },
+  ): number {
+    const result = prepared(
+      db,
+      "INSERT INTO requests (kind, body, created, state) VALUES (?, ?, ?, ?)",
+    ).run(args.kind, args.body, args.created, args.state ?? "waiting");
     return Number(result.lastInsertRowid);
+  },
+  /** Every request of `kind`, oldest first, whatever its state. */
+  "requests.list"(db: DatabaseSync, args: { kind: string }): RequestRow[] {
+    return prepared(db, "SELECT seq, body FROM requests WHERE kind = ? ORDER BY seq")
+      .all(args.kind).map((row) => ({ seq: Number(row.seq), body: String(row.body) }));
   },
   /** Takes the oldest request of `kind` still waiting (now `working`), or `undefined`. */
   "requests.next"(db: DatabaseSync, args: { kind: string }): RequestRow | undefined {
