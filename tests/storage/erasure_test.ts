@@ -330,6 +330,37 @@ Deno.test("forget while the service runs: the command's request is performed by 
   await outbox.close();
 });
 
+/**
+ * Another file holding a part of submission `id` (its case, say): its forget removes what it
+ * holds of the ids it is told (recorded in `told`); `failFirst`: its first call fails (a disk
+ * error).
+ */
+function casesHolding(id: string, failFirst = false) {
+  const held = new Set([id]);
+  const told: string[][] = [];
+  let fail = failFirst;
+  const cases: KeptFile = {
+    name: "cases",
+    forget: (_match, ids) => {
+      told.push([...ids]);
+      if (fail) return (fail = false, Promise.reject(new Error("disk I/O error")));
+      return Promise.resolve([...ids].filter((id) => held.delete(id)).length);
+    },
+  };
+  return { held, told, cases };
+}
+
+/** Commits the forget request of submission `id` into `store`; resolves with it and its row. */
+async function requestOfId(store: Pick<Store, "run">, id: string) {
+  const request = { nonce: "n-1", match: match("id", id), dryRun: false };
+  const seq = await store.run("requests.add", {
+    kind: FORGET_REQUEST,
+    body: encodeRequest(request),
+    created: "2026-11-27T10:00:00Z",
+  });
+  return { request, seq };
+}
+
 Deno.test("a forget the service was killed doing, right before or right after its backup file's rename, answers at the next start what it removed, never twice, and still erases the other files' parts of the submissions it had found", async () => {
   for (const killedAt of ["before the rename", "after the rename"] as const) {
     const { memory, outbox, c } = await files();
@@ -337,21 +368,8 @@ Deno.test("a forget the service was killed doing, right before or right after it
     // Another file holding a part of c (its case, say), asked after the rename: by the next start
     // neither the outbox nor the backup file holds c any more (found only in the backup file
     // is the same), so only the interrupted run's note can name it. Found by review.
-    const held = new Set([c.id]);
-    const told: string[][] = [];
-    const cases: KeptFile = {
-      name: "cases",
-      forget: (_match, ids) => {
-        told.push([...ids]);
-        return Promise.resolve([...ids].filter((id) => held.delete(id)).length);
-      },
-    };
-    const request = { nonce: "n-1", match: match("id", c.id), dryRun: false };
-    const seq = await temp.run("requests.add", {
-      kind: FORGET_REQUEST,
-      body: encodeRequest(request),
-      created: "2026-11-27T10:00:00Z",
-    });
+    const { held, told, cases } = casesHolding(c.id);
+    const { seq } = await requestOfId(temp, c.id);
     // The kill: the file system's next call after that moment never returns.
     const killed = Promise.withResolvers<void>();
     let renamed = false;
@@ -395,21 +413,8 @@ Deno.test("a forget the service was killed doing while it read the backup file, 
   const { memory, outbox, a, c } = await files();
   memory.writeText(BACKUP, recordOf(a, true)); // c is found in the outbox only
   await using temp = await openTempStore();
-  const request = { nonce: "n-1", match: match("id", c.id), dryRun: false };
-  const seq = await temp.run("requests.add", {
-    kind: FORGET_REQUEST,
-    body: encodeRequest(request),
-    created: "2026-11-27T10:00:00Z",
-  });
-  const held = new Set([c.id]);
-  const told: string[][] = [];
-  const cases: KeptFile = {
-    name: "cases",
-    forget: (_match, ids) => {
-      told.push([...ids]);
-      return Promise.resolve([...ids].filter((id) => held.delete(id)).length);
-    },
-  };
+  const { seq } = await requestOfId(temp, c.id);
+  const { held, told, cases } = casesHolding(c.id);
   // The kill: the backup file's first call never returns (the outbox's part is done by then).
   const killed = Promise.withResolvers<void>();
   const { fs: dying } = rewriteFs(memory, () => {
@@ -437,17 +442,7 @@ Deno.test("a forget the service was killed doing while it read the backup file, 
 Deno.test("a forget that fails after its backup file's rename keeps its note: the next forget of the same match takes it over, erases the other files' parts of what it had found and counts them", async () => {
   const { memory, outbox, c } = await files();
   await using temp = await openTempStore();
-  const held = new Set([c.id]);
-  const told: string[][] = [];
-  let fail = true;
-  const cases: KeptFile = {
-    name: "cases",
-    forget: (_match, ids) => {
-      told.push([...ids]);
-      if (fail) return (fail = false, Promise.reject(new Error("disk I/O error")));
-      return Promise.resolve([...ids].filter((id) => held.delete(id)).length);
-    },
-  };
+  const { held, told, cases } = casesHolding(c.id, true);
   const answers = [];
   // The run, then the person's run again (the contact written otherwise: the same match).
   for (const [nonce, contact] of [["n-1", "bo@example.org"], ["n-2", " BO@example.org"]]) {
@@ -478,17 +473,8 @@ Deno.test("a forget killed right after the outbox's part is committed, before an
   const { memory, outbox, a, c } = await files();
   memory.writeText(BACKUP, recordOf(a, true)); // c is found in the outbox only
   await using temp = await openTempStore();
-  const request = { nonce: "n-1", match: match("id", c.id), dryRun: false };
-  const seq = await temp.run("requests.add", {
-    kind: FORGET_REQUEST,
-    body: encodeRequest(request),
-    created: "2026-11-27T10:00:00Z",
-  });
-  const held = new Set([c.id]);
-  const cases: KeptFile = {
-    name: "cases",
-    forget: (_match, ids) => Promise.resolve([...ids].filter((id) => held.delete(id)).length),
-  };
+  const { seq } = await requestOfId(temp, c.id);
+  const { held, cases } = casesHolding(c.id);
   // The kill: the outbox's rows are deleted, and the call never returns.
   const killed = Promise.withResolvers<void>();
   const dying: ErasureDeps["outbox"] = {
