@@ -8,6 +8,7 @@ import { readMultipartStream, type StreamLimits } from "../../lib/files/multipar
 import { DEFAULT_ATTACHMENT_TYPES, type FileKind } from "../../lib/files/sniff.ts";
 import { openSpool, type Spool } from "../../lib/files/spool.ts";
 import { withSpool } from "../support/temp_spool.ts";
+import { chunked } from "../support/chunked.ts";
 import { copyOut, recordFiles } from "../../lib/files/export_files.ts";
 import { type DocumentExtra, sendDocument } from "../../lib/bot/document.ts";
 
@@ -21,19 +22,6 @@ const LIMITS: StreamLimits = {
 const encoder = new TextEncoder();
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
-/** `body` as one stream, cut in chunks of `size` bytes. */
-function streamOf(body: string | Uint8Array, size = 7): ReadableStream<Uint8Array> {
-  const bytes = typeof body === "string" ? encoder.encode(body) : body;
-  let at = 0;
-  return new ReadableStream({
-    pull(controller) {
-      if (at >= bytes.length) return controller.close();
-      controller.enqueue(bytes.slice(at, at + size));
-      at += size;
-    },
-  });
-}
-
 /** One file part with a hand-made `Content-Disposition`, boundary `b`. */
 function filePart(disposition: string, content: string): string {
   return `--b\r\nContent-Disposition: form-data; ${disposition}\r\n\r\n${content}\r\n`;
@@ -46,7 +34,7 @@ async function listed(dir: string): Promise<string[]> {
 }
 
 async function namesOf(spool: Spool, body: string): Promise<string[]> {
-  const result = await readMultipartStream(streamOf(body), TYPE, LIMITS, { spool, prefix: "n" });
+  const result = await readMultipartStream(chunked(body, 7), TYPE, LIMITS, { spool, prefix: "n" });
   assert.equal(result.kind, "parsed", JSON.stringify(result));
   if (result.kind !== "parsed") return [];
   await Promise.all(result.files.map((file) => spool.remove(file.stored)));
@@ -86,7 +74,7 @@ Deno.test("a file's label fits a file name on disk, so export --files writes a f
       `--b\r\nContent-Disposition: form-data; name="f"; filename="${name}"\r\n\r\n`,
     );
     const whole = new Uint8Array([...body, ...content, ...encoder.encode("\r\n--b--\r\n")]);
-    const result = await readMultipartStream(streamOf(whole, 100), TYPE, LIMITS, {
+    const result = await readMultipartStream(chunked(whole, 100), TYPE, LIMITS, {
       spool,
       prefix: "e",
     });
@@ -113,7 +101,7 @@ Deno.test("a submission brings at most 20 files: a body of 300 one-byte files is
       body += `--b\r\nContent-Disposition:;name=a;filename=b\r\n\r\nx\r\n`;
     }
     body += "--b--";
-    const result = await readMultipartStream(streamOf(body, 4096), TYPE, LIMITS, {
+    const result = await readMultipartStream(chunked(body, 4096), TYPE, LIMITS, {
       spool,
       prefix: "m",
     });
@@ -122,7 +110,7 @@ Deno.test("a submission brings at most 20 files: a body of 300 one-byte files is
     // Twenty are taken.
     let twenty = "";
     for (let i = 0; i < 20; i++) twenty += filePart(`name="a"; filename="${i}.txt"`, "x");
-    const taken = await readMultipartStream(streamOf(twenty + "--b--"), TYPE, LIMITS, {
+    const taken = await readMultipartStream(chunked(twenty + "--b--", 7), TYPE, LIMITS, {
       spool,
       prefix: "t",
     });
@@ -140,7 +128,7 @@ Deno.test("nothing is kept when a body fails after its files were written: a lon
       first + '--b\r\nContent-Disposition: form-data; name="h"; x="' + "h".repeat(20_000),
     ];
     for (const [i, body] of bodies.entries()) {
-      const result = await readMultipartStream(streamOf(body, 512), TYPE, LIMITS, {
+      const result = await readMultipartStream(chunked(body, 512), TYPE, LIMITS, {
         spool,
         prefix: `f${i}`,
       });
@@ -155,7 +143,7 @@ Deno.test("the boundary inside a file's content ends the part only after CRLF: a
     const content = "%PDF-1.7\n--b\n--b--\r--b\n\n--b\r\n-b--" + "\r\n-".repeat(500) + "x--b";
     const body = filePart(`name="a"; filename="a.pdf"`, content) + "--b--\r\n";
     for (const size of [1, 3, 64]) {
-      const result = await readMultipartStream(streamOf(body, size), TYPE, LIMITS, {
+      const result = await readMultipartStream(chunked(body, size), TYPE, LIMITS, {
         spool,
         prefix: `c${size}`,
       });
@@ -174,7 +162,7 @@ Deno.test("a link planted at a spool name is never written through, and the file
     await Deno.symlink(victim, `${dir}/p-0`);
     const body = filePart(`name="a"; filename="a.pdf"`, "%PDF-1.7\nattacker") + "--b--\r\n";
     await assert.rejects(
-      readMultipartStream(streamOf(body), TYPE, LIMITS, { spool, prefix: "p" }),
+      readMultipartStream(chunked(body, 7), TYPE, LIMITS, { spool, prefix: "p" }),
       Deno.errors.AlreadyExists,
     );
     assert.equal(await Deno.readTextFile(victim), "precious");
@@ -211,7 +199,7 @@ Deno.test("a document of a notification sent silently (marked as spam) is sent s
     name: "a.pdf",
     type: "application/pdf",
     size: 9,
-    open: () => streamOf("%PDF-1.7\n"),
+    open: () => chunked("%PDF-1.7\n", 7),
   };
   const extra = { replyTo: 5, silent: true } as DocumentExtra;
   await sendDocument(
@@ -231,7 +219,10 @@ Deno.test("filename* (RFC 5987) is only a label too, duplicate fields keep every
     ) +
       filePart(`name="cv"; filename="a\\b/c:d.txt"`, "two") +
       `--b\r\nContent-Disposition: form-data; name="message"\r\n\r\nafter the files\r\n--b--\r\n`;
-    const result = await readMultipartStream(streamOf(body), TYPE, LIMITS, { spool, prefix: "r" });
+    const result = await readMultipartStream(chunked(body, 7), TYPE, LIMITS, {
+      spool,
+      prefix: "r",
+    });
     assert.equal(result.kind, "parsed");
     if (result.kind !== "parsed") return;
     assert.deepEqual(result.files.map((file) => [file.field, file.name]), [
@@ -247,7 +238,7 @@ Deno.test("thousands of empty file inputs, or a flood of tiny parts, end at the 
   await withSpool(async (spool, dir) => {
     const empty = `--b\r\nContent-Disposition: form-data; name="f"; filename=""\r\n\r\n\r\n`;
     for (const body of [empty.repeat(3000) + "--b--", "--b\r\n".repeat(20_000)]) {
-      const result = await readMultipartStream(streamOf(body, 8192), TYPE, LIMITS, {
+      const result = await readMultipartStream(chunked(body, 8192), TYPE, LIMITS, {
         spool,
         prefix: "x",
       });

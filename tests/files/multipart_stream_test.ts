@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { readMultipartStream, type StreamLimits } from "../../lib/files/multipart_stream.ts";
 import { DEFAULT_ATTACHMENT_TYPES, type FileKind } from "../../lib/files/sniff.ts";
 import { withSpool } from "../support/temp_spool.ts";
+import { chunked } from "../support/chunked.ts";
 
 const LIMITS: StreamLimits = {
   fileBytes: 1_000_000,
@@ -25,18 +26,6 @@ async function encode(entries: [string, string | File][]): Promise<[Uint8Array, 
   for (const [name, value] of entries) form.append(name, value);
   const request = new Request("http://localhost/", { method: "POST", body: form });
   return [new Uint8Array(await request.arrayBuffer()), request.headers.get("content-type")!];
-}
-
-/** `bytes` as a stream of chunks of `size` bytes (boundaries fall anywhere). */
-function chunked(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
-  let at = 0;
-  return new ReadableStream({
-    pull(controller) {
-      if (at >= bytes.length) return controller.close();
-      controller.enqueue(bytes.slice(at, at + size));
-      at += size;
-    },
-  });
 }
 
 async function listed(dir: string): Promise<string[]> {
